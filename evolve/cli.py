@@ -1,0 +1,200 @@
+"""The ``evolve`` command line.
+
+Bad input ends in one line on stderr naming the file, the key and the fault,
+with exit status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+
+from evolve.errors import EvolveError
+from evolve.load import load_plan, load_problem
+from evolve.options import DEFAULTS, SearchOptions
+from evolve.plan import Plan
+from evolve.problem import Problem
+from evolve.runner import run_search
+from evolve.schedule import Schedule, schedule
+from evolve.validate import validate
+from fitness.base import FitnessError
+from fitness.builtin import DEFAULT_OBJECTIVES
+from fitness.registry import available, resolve_all
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def friendly(fn: F) -> F:
+    """Turn the errors users cause into one clear line and exit status 2."""
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (EvolveError, FitnessError, ValueError) as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group()
+@click.version_option(package_name="evolve")
+def cli() -> None:
+    """evolve: evolutionary search for the best plan (task graph) for a planning problem."""
+
+
+def read_problem(path: str) -> Problem:
+    return load_problem(path)
+
+
+@cli.command()
+@click.argument("problem_file", type=click.Path(dir_okay=False))
+@click.option("--generations", type=click.IntRange(min=0), default=DEFAULTS.generations, show_default=True)
+@click.option("--population", type=click.IntRange(min=2), default=DEFAULTS.population, show_default=True)
+@click.option("--keep", type=click.IntRange(min=1), default=DEFAULTS.keep, show_default=True,
+              help="How many of the best survive each generation.")
+@click.option("--seed", type=int, default=DEFAULTS.seed, show_default=True)
+@click.option("--jobs", type=int, default=None, help="Worker processes (default: every core).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Run folder (default: a new folder under runs/).")
+@click.option("--fitness", "fitness_specs", multiple=True,
+              help="Objective by name or package.module:function; repeat, in priority order. "
+                   f"Default: {', '.join(DEFAULT_OBJECTIVES)}.")
+@click.option("--weights", default=None,
+              help="Comma-separated weights, one per --fitness: rank by a weighted sum instead.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@friendly
+def run(problem_file: str, generations: int, population: int, keep: int, seed: int,
+        jobs: int | None, out_dir: str | None, fitness_specs: tuple[str, ...], weights: str | None,
+        as_json: bool) -> None:
+    """Search for the best plan for PROBLEM_FILE and write it to a run folder."""
+    problem = read_problem(problem_file)
+    options = SearchOptions(population=population, keep=keep, generations=generations,
+                            seed=seed, jobs=jobs)
+    fitnesses = resolve_all(fitness_specs or DEFAULT_OBJECTIVES)
+    weight_list = parse_weights(weights, len(fitnesses))
+    began = time.perf_counter()
+
+    def progress(event: dict[str, Any]) -> None:
+        if as_json:
+            return
+        rate = event["evaluations"] / max(time.perf_counter() - began, 1e-9)
+        values = "  ".join(f"{k}={v:g}" for k, v in event["best_values"].items())
+        click.echo(f"gen {event['generation']:>3}/{generations}  best {values}  "
+                   f"({event['evaluations']} evals, {rate:.0f}/s)", err=True)
+
+    outcome = run_search(problem, options=options, fitnesses=fitnesses, weights=weight_list,
+                         out_dir=out_dir, on_generation=progress)
+    if as_json:
+        click.echo(json.dumps({**outcome.summary, "out": str(outcome.out_dir)}, indent=2))
+        return
+    best = outcome.result.best
+    sched = schedule(problem, best.plan)
+    click.echo(f"\nbest plan {best.id} ({best.operator}, generation {best.generation}): "
+               f"{len(best.plan.tasks)} tasks, makespan {sched.makespan:g}, "
+               f"{'feasible' if best.evaluation.feasible else 'NOT feasible'}")
+    for error in best.evaluation.errors:
+        click.echo(f"  error: {error}")
+    click.echo(schedule_table(best.plan, sched, problem))
+    click.echo(f"\nwritten to {outcome.out_dir}/ (best.json, summary.json, events.jsonl)")
+
+
+def parse_weights(text: str | None, count: int) -> list[float] | None:
+    if text is None:
+        return None
+    try:
+        weights = [float(w) for w in text.split(",")]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated numbers, got {text!r}",
+                                 param_hint="--weights") from None
+    if len(weights) != count:
+        raise click.BadParameter(f"{len(weights)} weights for {count} objectives", param_hint="--weights")
+    return weights
+
+
+@cli.command(name="validate")
+@click.argument("plan_file", type=click.Path(dir_okay=False))
+@click.option("--problem", "problem_file", required=True, type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+@friendly
+def validate_cmd(plan_file: str, problem_file: str, as_json: bool) -> None:
+    """Check PLAN_FILE against a problem: exit 0 when valid, 1 when not, 2 when unreadable."""
+    problem, plan = read_problem(problem_file), load_plan(plan_file)
+    errors = validate(problem, plan)
+    if as_json:
+        click.echo(json.dumps({"valid": not errors, "errors": [
+            {"rule": e.rule, "task": e.task, "message": e.message} for e in errors]}, indent=2))
+    elif errors:
+        for error in errors:
+            click.echo(str(error))
+    else:
+        click.echo(f"{plan_file}: valid ({len(plan.tasks)} tasks)")
+    sys.exit(1 if errors else 0)
+
+
+@cli.command(name="schedule")
+@click.argument("plan_file", type=click.Path(dir_okay=False))
+@click.option("--problem", "problem_file", required=True, type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+@friendly
+def schedule_cmd(plan_file: str, problem_file: str, as_json: bool) -> None:
+    """Simulate PLAN_FILE: makespan, critical path, slack and waves."""
+    problem, plan = read_problem(problem_file), load_plan(plan_file)
+    sched = schedule(problem, plan)
+    if as_json:
+        click.echo(json.dumps({
+            "makespan": sched.makespan, "critical_path": list(sched.critical_path),
+            "critical_path_length": sched.critical_path_length, "schedule": sched.to_dict(),
+            "slack": dict(sched.slack), "waves": [list(w) for w in sched.waves],
+            "unscheduled": list(sched.unscheduled)}, indent=2))
+        return
+    click.echo(schedule_table(plan, sched, problem))
+
+
+def schedule_table(plan: Plan, sched: Schedule, problem: Problem) -> str:
+    """A plain-text table of the schedule, critical tasks marked with ``*``."""
+    tasks = plan.by_id()
+    critical = set(sched.critical_path)
+    rows = [f"{'task':<8} {'tool':<28} {'start':>9} {'finish':>9} {'slack':>8}  wave"]
+    wave_of = {tid: i for i, wave in enumerate(sched.waves) for tid in wave}
+    for tid in sorted(sched.start, key=lambda t: (sched.start[t], t)):
+        mark = "*" if tid in critical else " "
+        rows.append(f"{tid + mark:<8} {tasks[tid].tool:<28} {sched.start[tid]:>9g} "
+                    f"{sched.finish[tid]:>9g} {sched.slack[tid]:>8g}  {wave_of[tid]}")
+    rows.append(f"makespan {sched.makespan:g}; critical path ({sched.critical_path_length:g}): "
+                f"{' -> '.join(sched.critical_path) or '-'}")
+    if sched.unscheduled:
+        rows.append(f"not schedulable (on or behind a cycle): {', '.join(sched.unscheduled)}")
+    return "\n".join(rows)
+
+
+@cli.group(name="fitness")
+def fitness_group() -> None:
+    """Fitness functions: what is available and where it comes from."""
+
+
+@fitness_group.command(name="list")
+@click.option("--json", "as_json", is_flag=True)
+@friendly
+def fitness_list(as_json: bool) -> None:
+    """List every fitness function: built-ins and installed plugins."""
+    found = available()
+    if as_json:
+        click.echo(json.dumps([{
+            "name": f.name, "direction": f.direction, "low": f.spec.low, "high": f.spec.high,
+            "source": f.source, "description": f.spec.description} for f in found.values()], indent=2))
+        return
+    for f in found.values():
+        click.echo(f"{f.name:<20} {f.direction:<4} {f.source:<30} {f.spec.description}")
+
+
+def main() -> None:
+    cli(prog_name="evolve")
+
+
+__all__ = ["cli", "main"]

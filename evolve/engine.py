@@ -1,0 +1,193 @@
+"""The search loop: keep the best, breed children from them, score, repeat.
+
+The engine is given everything it uses (operators, evaluator, ranking) rather
+than importing it, so a caller can swap any part. Every child draws from its own
+random stream, derived from ``(seed, generation, index)``: results depend on the
+seed alone, never on which worker ran what.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+import numpy as np
+
+from evolve.construct import construct
+from evolve.evaluate import Evaluation, Evaluator
+from evolve.operators import OperatorSet
+from evolve.options import SearchOptions
+from evolve.patch import diff_plans
+from evolve.plan import Plan, plan_hash
+from evolve.problem import Problem
+from evolve.rank import Ranking
+
+EventSink = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A scored plan and how it came to be."""
+
+    id: str
+    plan: Plan
+    hash: str
+    generation: int
+    evaluation: Evaluation
+    parents: tuple[str, ...] = ()
+    operator: str = "construct"
+    patch: dict[str, Any] = field(default_factory=dict)
+
+    def event(self, cached: bool) -> dict[str, Any]:
+        return {
+            "event": "candidate", "id": self.id, "generation": self.generation,
+            "parents": list(self.parents), "operator": self.operator, "hash": self.hash,
+            "cached": cached, "patch": self.patch, **self.evaluation.to_dict(),
+        }
+
+
+@dataclass
+class SearchResult:
+    """What a search leaves: the final population (best first), counters and per-generation stats."""
+
+    population: list[Candidate]
+    evaluations: int
+    cache_hits: int
+    history: list[dict[str, Any]]
+
+    @property
+    def best(self) -> Candidate:
+        return self.population[0]
+
+
+def child_rng(seed: int, generation: int, index: int) -> np.random.Generator:
+    """The random stream of one child, independent of every other child's."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(generation, index)))
+
+
+class Search:
+    """One run of the evolutionary loop. Call :meth:`run`; read the outcome from the result."""
+
+    def __init__(self, problem: Problem, *, operators: OperatorSet, evaluator: Evaluator,
+                 ranking: Ranking, options: SearchOptions, on_event: EventSink | None = None) -> None:
+        self.problem = problem
+        self.operators = operators
+        self.evaluator = evaluator
+        self.ranking = ranking
+        self.options = options
+        self.emit: EventSink = on_event or (lambda event: None)
+        self.cache: dict[str, Evaluation] = {}
+        self.cache_hits = 0
+        self.serial = 0
+        self.history: list[dict[str, Any]] = []
+        self.parent_plans: dict[str, Plan] = {}
+
+    def run(self) -> SearchResult:
+        opts = self.options
+        self.emit({"event": "generation_start", "generation": 0})
+        population = self.rank(self.score(self.initial_plans(), generation=0))
+        self.record(0, population)
+        for generation in range(1, opts.generations + 1):
+            self.emit({"event": "generation_start", "generation": generation})
+            survivors = population[: opts.keep]
+            children = [self.breed(survivors, generation, i) for i in range(opts.population - opts.keep)]
+            population = self.rank(survivors + self.score(children, generation))
+            self.record(generation, population)
+        return SearchResult(population, self.evaluator.evaluations, self.cache_hits, self.history)
+
+    def initial_plans(self) -> list[tuple[Plan, tuple[str, ...], str]]:
+        """The template (when given), then plans built by randomised backward chaining."""
+        plans: list[tuple[Plan, tuple[str, ...], str]] = []
+        seen: set[str] = set()
+        if isinstance(self.problem.template, Plan):
+            plans.append((self.problem.template, (), "template"))
+            seen.add(plan_hash(self.problem.template))
+        attempts = 0
+        while len(plans) < self.options.population and attempts < 20 * self.options.population:
+            plan = construct(self.problem, child_rng(self.options.seed, 0, attempts))
+            attempts += 1
+            digest = plan_hash(plan)
+            if digest not in seen or attempts >= 10 * self.options.population:
+                seen.add(digest)
+                plans.append((plan, (), "construct"))
+        return plans
+
+    def breed(self, parents: Sequence[Candidate], generation: int,
+              index: int) -> tuple[Plan, tuple[str, ...], str]:
+        """One child: maybe a crossover of two parents, then a mutation; retried when it is a copy."""
+        rng = child_rng(self.options.seed, generation, index)
+        ops = self.operators
+        weights = np.arange(len(parents), 0, -1, dtype=float)
+        for _ in range(self.options.max_attempts):
+            first = parents[int(rng.choice(len(parents), p=weights / weights.sum()))]
+            plan, used, names = first.plan, [first.id], []
+            if ops.crossovers and len(parents) > 1 and rng.random() < ops.crossover_rate:
+                other = parents[int(rng.choice([i for i in range(len(parents)) if parents[i] is not first]))]
+                cross = choose(ops.crossovers, rng)
+                mixed = cross(self.problem, plan, other.plan, rng)
+                if mixed is not None:
+                    plan, used, names = mixed, [first.id, other.id], [cross.__name__]
+            mutate = choose(ops.mutations, rng)
+            mutated = mutate(self.problem, plan, rng)
+            if mutated is not None:
+                plan, names = mutated, [*names, mutate.__name__]
+            digest = plan_hash(plan)
+            if names and digest not in self.cache and digest not in {plan_hash(p.plan) for p in parents}:
+                return plan, tuple(used), "+".join(names)
+        return plan, tuple(used), "+".join(names) or "copy"
+
+    def score(self, made: Sequence[tuple[Plan, tuple[str, ...], str]], generation: int) -> list[Candidate]:
+        """Evaluate new plans (each distinct plan once, ever) and record them as candidates."""
+        hashes = [plan_hash(plan) for plan, _, _ in made]
+        todo: dict[str, Plan] = {}
+        for digest, (plan, _, _) in zip(hashes, made):
+            if digest not in self.cache:
+                todo.setdefault(digest, plan)
+        for digest, evaluation in zip(todo, self.evaluator.evaluate(list(todo.values()))):
+            self.cache[digest] = evaluation
+        fresh = set(todo)
+        out = []
+        for digest, (plan, parents, operator) in zip(hashes, made):
+            cached = digest not in fresh
+            fresh.discard(digest)
+            self.cache_hits += cached
+            parent_plan = self.parent_plans.get(parents[0]) if parents else None
+            candidate = Candidate(
+                id=f"c{self.serial}", plan=plan, hash=digest, generation=generation,
+                evaluation=self.cache[digest], parents=parents, operator=operator,
+                patch=diff_plans(parent_plan or Plan(), plan),
+            )
+            self.serial += 1
+            self.parent_plans[candidate.id] = plan
+            out.append(candidate)
+            self.emit(candidate.event(cached))
+        return out
+
+    def rank(self, candidates: list[Candidate]) -> list[Candidate]:
+        """Best first; ties keep their order, so older candidates win them."""
+        ranked = sorted(candidates, key=lambda c: self.ranking.key(c.evaluation))
+        alive = {c.id for c in ranked[: self.options.population]}
+        self.parent_plans = {k: v for k, v in self.parent_plans.items() if k in alive}
+        return ranked
+
+    def record(self, generation: int, population: list[Candidate]) -> None:
+        """Per-generation statistics: the best candidate and best/median of each objective."""
+        ok = [c for c in population if c.evaluation.failed is None]
+        stats: dict[str, Any] = {"event": "generation_end", "generation": generation,
+                                 "best": population[0].id, "evaluations": self.evaluator.evaluations,
+                                 "best_values": population[0].evaluation.values}
+        for name, direction in zip(self.ranking.objectives, self.ranking.directions):
+            values = [c.evaluation.values[name] for c in ok]
+            if values:
+                pick_best = min if direction == "min" else max
+                stats.setdefault("objectives", {})[name] = {"best": pick_best(values), "median": median(values)}
+        self.history.append(stats)
+        self.emit(stats)
+
+
+def choose(weighted: Sequence[tuple[Any, float]], rng: np.random.Generator) -> Any:
+    """One item of ``(item, weight)`` pairs, drawn with probability proportional to its weight."""
+    weights = np.array([w for _, w in weighted], dtype=float)
+    return weighted[int(rng.choice(len(weighted), p=weights / weights.sum()))][0]

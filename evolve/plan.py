@@ -1,0 +1,159 @@
+"""The plan: a task graph, which is both the genome the search evolves and its output.
+
+Plans are immutable values. Operators build new plans rather than editing old
+ones, so a parent stays exactly what was evaluated and a cache keyed by
+:func:`plan_hash` can never go stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+REF = re.compile(r"\$([A-Za-z_][\w\-:]*)(?:\.([A-Za-z_][\w\-]*))?((?:\.[\w\-]+)*)")
+"""A reference: ``$fact`` or ``$task.output`` (a deeper ``.path`` may follow in ``when``)."""
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A parsed reference. ``task`` is ``None`` for an initial fact (``$order_id``)."""
+
+    task: str | None
+    fact: str
+
+    def __str__(self) -> str:
+        return f"${self.fact}" if self.task is None else f"${self.task}.{self.fact}"
+
+
+def parse_ref(value: object) -> Ref | None:
+    """The reference a bound input value makes, or ``None`` when it is a literal.
+
+    ``$a.b`` always reads output ``b`` of task ``a``, even when no task ``a``
+    exists, so the validator reports the missing task instead of guessing.
+    """
+    if not isinstance(value, str) or not value.startswith("$"):
+        return None
+    match = REF.fullmatch(value)
+    if match is None:
+        return Ref(task=None, fact=value[1:])
+    head, tail, _ = match.groups()
+    if tail is None:
+        return Ref(task=None, fact=head)
+    return Ref(task=head, fact=tail)
+
+
+def refs_in_text(text: str) -> list[Ref]:
+    """Every reference inside a ``when`` expression such as ``$t5.decision.amount > 1000``."""
+    found = []
+    for match in REF.finditer(text):
+        head, tail, _ = match.groups()
+        found.append(Ref(task=None, fact=head) if tail is None else Ref(task=head, fact=tail))
+    return found
+
+
+@dataclass(frozen=True)
+class Task:
+    """One node of the graph: a tool call with its bound inputs and dependencies."""
+
+    id: str
+    tool: str
+    deps: tuple[str, ...] = ()
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    outputs: tuple[str, ...] = ()
+    when: str | None = None
+    idempotency_key: str | None = None
+    name: str | None = None
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.tool, self.deps, self.outputs))
+
+    def refs(self) -> list[Ref]:
+        """Every reference this task reads, from its inputs and its ``when`` condition."""
+        found = [ref for ref in (parse_ref(v) for v in self.inputs.values()) if ref is not None]
+        if self.when:
+            found.extend(refs_in_text(self.when))
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "tool": self.tool,
+            "deps": list(self.deps),
+            "inputs": dict(self.inputs),
+            "outputs": list(self.outputs),
+        }
+        if self.when is not None:
+            data["when"] = self.when
+        if self.idempotency_key is not None:
+            data["idempotency_key"] = self.idempotency_key
+        if self.name is not None:
+            data["name"] = self.name
+        return data
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A task graph plus an optional scheduling priority (an activity list of task ids)."""
+
+    tasks: tuple[Task, ...] = ()
+    priority: tuple[str, ...] | None = None
+
+    def __iter__(self) -> Iterator[Task]:
+        return iter(self.tasks)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def by_id(self) -> dict[str, Task]:
+        """Tasks keyed by id (the last one wins when ids repeat; the validator reports that)."""
+        return {task.id: task for task in self.tasks}
+
+    def ids(self) -> list[str]:
+        return [task.id for task in self.tasks]
+
+    def with_tasks(self, tasks: Iterable[Task]) -> Plan:
+        """The same plan with other tasks; the priority keeps only ids that still exist."""
+        tasks = tuple(tasks)
+        if self.priority is None:
+            return replace(self, tasks=tasks)
+        alive = {task.id for task in tasks}
+        return Plan(tasks=tasks, priority=tuple(i for i in self.priority if i in alive))
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"tasks": [task.to_dict() for task in self.tasks]}
+        if self.priority is not None:
+            data["priority"] = list(self.priority)
+        return data
+
+
+def plan_hash(plan: Plan) -> str:
+    """A canonical digest of the plan: equal plans give equal hashes, whatever their history."""
+    text = json.dumps(plan.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def next_task_id(plan: Plan, prefix: str = "t") -> str:
+    """A fresh id ``t<n>`` above every numbered id already in the plan."""
+    highest = 0
+    for task in plan.tasks:
+        if task.id.startswith(prefix) and task.id[len(prefix) :].isdigit():
+            highest = max(highest, int(task.id[len(prefix) :]))
+    return f"{prefix}{highest + 1}"
+
+
+def task_refs_deps(inputs: Mapping[str, Any], when: str | None = None) -> tuple[str, ...]:
+    """The upstream task ids that ``inputs`` (and ``when``) read, in first-seen order."""
+    seen: dict[str, None] = {}
+    for value in inputs.values():
+        ref = parse_ref(value)
+        if ref is not None and ref.task is not None:
+            seen[ref.task] = None
+    if when:
+        for ref in refs_in_text(when):
+            if ref.task is not None:
+                seen[ref.task] = None
+    return tuple(seen)

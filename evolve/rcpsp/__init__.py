@@ -1,0 +1,1 @@
+"""Resource-constrained project scheduling (RCPSP) on PSPLIB."""
