@@ -9,9 +9,9 @@ seed alone, never on which worker ran what.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import median
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -28,6 +28,30 @@ EventSink = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
+class Offspring:
+    """A child before scoring. ``plan`` is ``None`` when a proposer could not make one; its
+    ``meta`` (e.g. why an LLM patch was rejected) then rides on the fallback child's event."""
+
+    plan: Plan | None
+    parents: tuple[str, ...] = ()
+    operator: str = "construct"
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Proposer(Protocol):
+    """Makes several children at once, e.g. an LLM operator that calls its endpoint concurrently.
+
+    ``indices`` are the children's positions in the generation; the proposer derives
+    any randomness from ``(seed, generation, index)`` so results stay reproducible.
+    """
+
+    name: str
+
+    def propose(self, problem: Problem, parents: Sequence[Candidate], indices: Sequence[int],
+                generation: int, seed: int) -> list[Offspring]: ...
+
+
+@dataclass(frozen=True)
 class Candidate:
     """A scored plan and how it came to be."""
 
@@ -39,12 +63,13 @@ class Candidate:
     parents: tuple[str, ...] = ()
     operator: str = "construct"
     patch: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
     def event(self, cached: bool) -> dict[str, Any]:
         return {
             "event": "candidate", "id": self.id, "generation": self.generation,
             "parents": list(self.parents), "operator": self.operator, "hash": self.hash,
-            "cached": cached, "patch": self.patch, **self.evaluation.to_dict(),
+            "cached": cached, "patch": self.patch, **self.evaluation.to_dict(), **self.meta,
         }
 
 
@@ -71,8 +96,13 @@ class Search:
     """One run of the evolutionary loop. Call :meth:`run`; read the outcome from the result."""
 
     def __init__(self, problem: Problem, *, operators: OperatorSet, evaluator: Evaluator,
-                 ranking: Ranking, options: SearchOptions, on_event: EventSink | None = None) -> None:
+                 ranking: Ranking, options: SearchOptions, on_event: EventSink | None = None,
+                 proposer: Proposer | None = None, proposer_share: float = 0.0) -> None:
+        if not 0.0 <= proposer_share <= 1.0:
+            raise ValueError(f"proposer share must be within [0, 1], got {proposer_share}")
         self.problem = problem
+        self.proposer = proposer
+        self.proposer_share = proposer_share if proposer is not None else 0.0
         self.operators = operators
         self.evaluator = evaluator
         self.ranking = ranking
@@ -92,17 +122,34 @@ class Search:
         for generation in range(1, opts.generations + 1):
             self.emit({"event": "generation_start", "generation": generation})
             survivors = population[: opts.keep]
-            children = [self.breed(survivors, generation, i) for i in range(opts.population - opts.keep)]
+            children = self.offspring(survivors, generation, opts.population - opts.keep)
             population = self.rank(survivors + self.score(children, generation))
             self.record(generation, population)
         return SearchResult(population, self.evaluator.evaluations, self.cache_hits, self.history)
 
-    def initial_plans(self) -> list[tuple[Plan, tuple[str, ...], str]]:
+    def offspring(self, parents: Sequence[Candidate], generation: int, count: int) -> list[Offspring]:
+        """This generation's children: the proposer's share first, random operators for the rest
+        and for every child the proposer could not make."""
+        guided = list(range(round(count * self.proposer_share)))
+        made: dict[int, Offspring] = {}
+        if self.proposer is not None and guided:
+            proposals = self.proposer.propose(self.problem, parents, guided, generation, self.options.seed)
+            made = dict(zip(guided, proposals))
+        children = []
+        for i in range(count):
+            child = made.get(i)
+            if child is None or child.plan is None:
+                fallback = self.breed(parents, generation, i)
+                child = replace(fallback, meta=child.meta) if child is not None else fallback
+            children.append(child)
+        return children
+
+    def initial_plans(self) -> list[Offspring]:
         """The template (when given), then plans built by randomised backward chaining."""
-        plans: list[tuple[Plan, tuple[str, ...], str]] = []
+        plans: list[Offspring] = []
         seen: set[str] = set()
         if isinstance(self.problem.template, Plan):
-            plans.append((self.problem.template, (), "template"))
+            plans.append(Offspring(self.problem.template, (), "template"))
             seen.add(plan_hash(self.problem.template))
         attempts = 0
         while len(plans) < self.options.population and attempts < 20 * self.options.population:
@@ -111,11 +158,10 @@ class Search:
             digest = plan_hash(plan)
             if digest not in seen or attempts >= 10 * self.options.population:
                 seen.add(digest)
-                plans.append((plan, (), "construct"))
+                plans.append(Offspring(plan, (), "construct"))
         return plans
 
-    def breed(self, parents: Sequence[Candidate], generation: int,
-              index: int) -> tuple[Plan, tuple[str, ...], str]:
+    def breed(self, parents: Sequence[Candidate], generation: int, index: int) -> Offspring:
         """One child: maybe a crossover of two parents, then a mutation; retried when it is a copy."""
         rng = child_rng(self.options.seed, generation, index)
         ops = self.operators
@@ -135,29 +181,30 @@ class Search:
                 plan, names = mutated, [*names, mutate.__name__]
             digest = plan_hash(plan)
             if names and digest not in self.cache and digest not in {plan_hash(p.plan) for p in parents}:
-                return plan, tuple(used), "+".join(names)
-        return plan, tuple(used), "+".join(names) or "copy"
+                return Offspring(plan, tuple(used), "+".join(names))
+        return Offspring(plan, tuple(used), "+".join(names) or "copy")
 
-    def score(self, made: Sequence[tuple[Plan, tuple[str, ...], str]], generation: int) -> list[Candidate]:
+    def score(self, made: Sequence[Offspring], generation: int) -> list[Candidate]:
         """Evaluate new plans (each distinct plan once, ever) and record them as candidates."""
-        hashes = [plan_hash(plan) for plan, _, _ in made]
+        plans = [child.plan for child in made if child.plan is not None]
+        hashes = [plan_hash(plan) for plan in plans]
         todo: dict[str, Plan] = {}
-        for digest, (plan, _, _) in zip(hashes, made):
+        for digest, plan in zip(hashes, plans):
             if digest not in self.cache:
                 todo.setdefault(digest, plan)
         for digest, evaluation in zip(todo, self.evaluator.evaluate(list(todo.values()))):
             self.cache[digest] = evaluation
         fresh = set(todo)
         out = []
-        for digest, (plan, parents, operator) in zip(hashes, made):
+        for digest, plan, child in zip(hashes, plans, (c for c in made if c.plan is not None)):
             cached = digest not in fresh
             fresh.discard(digest)
             self.cache_hits += cached
-            parent_plan = self.parent_plans.get(parents[0]) if parents else None
+            parent_plan = self.parent_plans.get(child.parents[0]) if child.parents else None
             candidate = Candidate(
                 id=f"c{self.serial}", plan=plan, hash=digest, generation=generation,
-                evaluation=self.cache[digest], parents=parents, operator=operator,
-                patch=diff_plans(parent_plan or Plan(), plan),
+                evaluation=self.cache[digest], parents=child.parents, operator=child.operator,
+                patch=diff_plans(parent_plan or Plan(), plan), meta=child.meta,
             )
             self.serial += 1
             self.parent_plans[candidate.id] = plan
