@@ -45,6 +45,7 @@ __all__ = [
     "evaluate_plan",
     "load_plan",
     "load_problem",
+    "parse_ref",
     "plan_from_dict",
     "plan_hash",
     "problem_from_dict",

@@ -21,7 +21,8 @@ def sound_tasks(plan: Plan, errors: Sequence[PlanError]) -> set[str]:
     deps = {tid: [d for d in t.deps if d in tasks and d != tid] for tid, t in tasks.items()}
     sound: set[str] = set()
     for tid in topological_order(deps):
-        if tid not in bad and all(d in sound for d in deps[tid]) and len(set(deps[tid])) == len(tasks[tid].deps):
+        intact = len(set(deps[tid])) == len(tasks[tid].deps)
+        if tid not in bad and intact and all(d in sound for d in deps[tid]):
             sound.add(tid)
     return sound
 

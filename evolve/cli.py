@@ -11,16 +11,18 @@ import sys
 import time
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from evolve.backends import BACKENDS
 from evolve.errors import EvolveError
 from evolve.load import load_plan, load_problem
 from evolve.options import DEFAULTS, SearchOptions
 from evolve.plan import Plan
 from evolve.problem import Problem
-from evolve.runner import run_search
+from evolve.runner import new_run_dir, run_search
 from evolve.schedule import Schedule, schedule
 from evolve.validate import validate
 from fitness.base import FitnessError
@@ -67,15 +69,43 @@ def read_problem(path: str) -> Problem:
                    f"Default: {', '.join(DEFAULT_OBJECTIVES)}.")
 @click.option("--weights", default=None,
               help="Comma-separated weights, one per --fitness: rank by a weighted sum instead.")
+@click.option("--backend", type=click.Choice(BACKENDS), default=DEFAULTS.backend, show_default=True,
+              help="joblib backend for parallel evaluation.")
+@click.option("--scheduler-address", default=None,
+              help="Address of a running Dask scheduler or Ray cluster (default: a local one).")
+@click.option("--eval-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds one evaluation may take; past it the candidate is scored as failed.")
+@click.option("--max-evaluations", type=click.IntRange(min=1), default=None,
+              help="Stop after this many evaluations (checked after each generation).")
+@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stop after this much wall time (checked after each generation).")
+@click.option("--target", "targets", multiple=True, metavar="NAME=VALUE",
+              help="Stop once the best plan is feasible and reaches VALUE on objective NAME.")
+@click.option("--patience", type=click.IntRange(min=1), default=None,
+              help="Stop after this many generations without improvement.")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="Continue the run in this folder from its last checkpoint.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @friendly
 def run(problem_file: str, generations: int, population: int, keep: int, seed: int,
         jobs: int | None, out_dir: str | None, fitness_specs: tuple[str, ...], weights: str | None,
-        as_json: bool) -> None:
-    """Search for the best plan for PROBLEM_FILE and write it to a run folder."""
+        backend: str, scheduler_address: str | None, eval_timeout: float | None,
+        max_evaluations: int | None, max_seconds: float | None, targets: tuple[str, ...],
+        patience: int | None, resume_dir: str | None, as_json: bool) -> None:
+    """Search for the best plan for PROBLEM_FILE and write it to a run folder.
+
+    A run writes a checkpoint after every generation; one that was stopped
+    (Ctrl-C, a crash, a killed machine) continues with the same command plus
+    --resume RUN_DIR.
+    """
     problem = read_problem(problem_file)
-    options = SearchOptions(population=population, keep=keep, generations=generations,
-                            seed=seed, jobs=jobs)
+    if resume_dir is not None and out_dir is not None and Path(out_dir) != Path(resume_dir):
+        raise click.BadParameter("--out and --resume name different folders", param_hint="--out")
+    options = SearchOptions(
+        population=population, keep=keep, generations=generations, seed=seed, jobs=jobs,
+        backend=backend, scheduler_address=scheduler_address, eval_timeout=eval_timeout,
+        max_evaluations=max_evaluations, max_seconds=max_seconds,
+        target=parse_targets(targets), patience=patience)
     fitnesses = resolve_all(fitness_specs or DEFAULT_OBJECTIVES)
     weight_list = parse_weights(weights, len(fitnesses))
     began = time.perf_counter()
@@ -88,8 +118,14 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
         click.echo(f"gen {event['generation']:>3}/{generations}  best {values}  "
                    f"({event['evaluations']} evals, {rate:.0f}/s)", err=True)
 
-    outcome = run_search(problem, options=options, fitnesses=fitnesses, weights=weight_list,
-                         out_dir=out_dir, on_generation=progress)
+    folder = Path(resume_dir or out_dir or new_run_dir())
+    try:
+        outcome = run_search(problem, options=options, fitnesses=fitnesses, weights=weight_list,
+                             out_dir=folder, resume=resume_dir is not None, on_generation=progress)
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted: the last completed generation is checkpointed; continue with "
+                   f"the same command and --resume {folder}", err=True)
+        sys.exit(130)
     if as_json:
         click.echo(json.dumps({**outcome.summary, "out": str(outcome.out_dir)}, indent=2))
         return
@@ -102,6 +138,19 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
         click.echo(f"  error: {error}")
     click.echo(schedule_table(best.plan, sched, problem))
     click.echo(f"\nwritten to {outcome.out_dir}/ (best.json, summary.json, events.jsonl)")
+
+
+def parse_targets(items: tuple[str, ...]) -> dict[str, float]:
+    targets: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            targets[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--target")
+    return targets
 
 
 def parse_weights(text: str | None, count: int) -> list[float] | None:

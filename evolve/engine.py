@@ -8,6 +8,7 @@ seed alone, never on which worker ran what.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import median
@@ -81,6 +82,7 @@ class SearchResult:
     evaluations: int
     cache_hits: int
     history: list[dict[str, Any]]
+    stop_reason: str = ""
 
     @property
     def best(self) -> Candidate:
@@ -92,12 +94,22 @@ def child_rng(seed: int, generation: int, index: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(generation, index)))
 
 
+STATE_FIELDS = ("generation", "population", "cache", "cache_hits", "serial", "history",
+                "parent_plans", "stale", "best_key", "evaluations", "seconds")
+"""What a checkpoint holds: with these restored, a resumed search continues exactly."""
+
+
 class Search:
-    """One run of the evolutionary loop. Call :meth:`run`; read the outcome from the result."""
+    """One run of the evolutionary loop. Call :meth:`run`; read the outcome from the result.
+
+    ``on_generation`` is called after every generation, when the search is in a
+    consistent state that :meth:`state` captures (the runner checkpoints there).
+    """
 
     def __init__(self, problem: Problem, *, operators: OperatorSet, evaluator: Evaluator,
                  ranking: Ranking, options: SearchOptions, on_event: EventSink | None = None,
-                 proposer: Proposer | None = None, proposer_share: float = 0.0) -> None:
+                 proposer: Proposer | None = None, proposer_share: float = 0.0,
+                 on_generation: Callable[[Search], None] | None = None) -> None:
         if not 0.0 <= proposer_share <= 1.0:
             raise ValueError(f"proposer share must be within [0, 1], got {proposer_share}")
         self.problem = problem
@@ -107,25 +119,74 @@ class Search:
         self.evaluator = evaluator
         self.ranking = ranking
         self.options = options
+        self.budget = options.budget()
         self.emit: EventSink = on_event or (lambda event: None)
+        self.on_generation = on_generation or (lambda search: None)
+        self.generation = -1
+        self.population: list[Candidate] = []
         self.cache: dict[str, Evaluation] = {}
         self.cache_hits = 0
         self.serial = 0
         self.history: list[dict[str, Any]] = []
         self.parent_plans: dict[str, Plan] = {}
+        self.stale = 0
+        self.best_key: tuple[float, ...] = ()
+        self.evaluations = 0
+        self.seconds = 0.0
 
     def run(self) -> SearchResult:
+        """Evolve until a budget says stop; resumes where :meth:`restore` left off."""
         opts = self.options
-        self.emit({"event": "generation_start", "generation": 0})
-        population = self.rank(self.score(self.initial_plans(), generation=0))
-        self.record(0, population)
-        for generation in range(1, opts.generations + 1):
-            self.emit({"event": "generation_start", "generation": generation})
-            survivors = population[: opts.keep]
-            children = self.offspring(survivors, generation, opts.population - opts.keep)
-            population = self.rank(survivors + self.score(children, generation))
-            self.record(generation, population)
-        return SearchResult(population, self.evaluator.evaluations, self.cache_hits, self.history)
+        clock = time.perf_counter() - self.seconds
+        if self.generation < 0:
+            self.generation = 0
+            self.emit({"event": "generation_start", "generation": 0})
+            self.population = self.rank(self.score(self.initial_plans(), generation=0))
+            self.end_generation(clock)
+        while (reason := self.budget.reason(self)) is None:
+            self.generation += 1
+            self.emit({"event": "generation_start", "generation": self.generation})
+            survivors = self.population[: opts.keep]
+            children = self.offspring(survivors, self.generation, opts.population - opts.keep)
+            self.population = self.rank(survivors + self.score(children, self.generation))
+            self.end_generation(clock)
+        self.emit({"event": "stop", "generation": self.generation, "reason": reason})
+        return SearchResult(self.population, self.evaluations, self.cache_hits, self.history, reason)
+
+    def end_generation(self, clock: float) -> None:
+        """Bookkeeping after a generation: stats, patience counter, clock, checkpoint hook."""
+        self.record(self.generation, self.population)
+        key = self.ranking.key(self.population[0].evaluation)
+        self.stale = 0 if not self.best_key or key < self.best_key else self.stale + 1
+        self.best_key = key if not self.best_key else min(key, self.best_key)
+        self.seconds = time.perf_counter() - clock
+        self.on_generation(self)
+
+    def state(self) -> dict[str, Any]:
+        """Everything needed to continue this search later (see :data:`STATE_FIELDS`)."""
+        proposer_state = getattr(self.proposer, "checkpoint_state", None)
+        return {
+            **{name: getattr(self, name) for name in STATE_FIELDS},
+            "proposer": proposer_state() if callable(proposer_state) else None,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`state`'s snapshot instead of starting afresh."""
+        for name in STATE_FIELDS:
+            setattr(self, name, state[name])
+        restore = getattr(self.proposer, "restore_checkpoint", None)
+        if callable(restore) and state.get("proposer") is not None:
+            restore(state["proposer"])
+
+    # Termination reads these (see evolve.termination.Progress).
+    def best_values(self) -> dict[str, float]:
+        return self.population[0].evaluation.values
+
+    def best_feasible(self) -> bool:
+        return self.population[0].evaluation.feasible
+
+    def direction(self, name: str) -> str:
+        return dict(zip(self.ranking.objectives, self.ranking.directions)).get(name, "min")
 
     def offspring(self, parents: Sequence[Candidate], generation: int, count: int) -> list[Offspring]:
         """This generation's children: the proposer's share first, random operators for the rest
@@ -194,6 +255,7 @@ class Search:
                 todo.setdefault(digest, plan)
         for digest, evaluation in zip(todo, self.evaluator.evaluate(list(todo.values()))):
             self.cache[digest] = evaluation
+        self.evaluations += len(todo)
         fresh = set(todo)
         out = []
         for digest, plan, child in zip(hashes, plans, (c for c in made if c.plan is not None)):
@@ -223,13 +285,14 @@ class Search:
         """Per-generation statistics: the best candidate and best/median of each objective."""
         ok = [c for c in population if c.evaluation.failed is None]
         stats: dict[str, Any] = {"event": "generation_end", "generation": generation,
-                                 "best": population[0].id, "evaluations": self.evaluator.evaluations,
+                                 "best": population[0].id, "evaluations": self.evaluations,
                                  "best_values": population[0].evaluation.values}
         for name, direction in zip(self.ranking.objectives, self.ranking.directions):
             values = [c.evaluation.values[name] for c in ok]
             if values:
                 pick_best = min if direction == "min" else max
-                stats.setdefault("objectives", {})[name] = {"best": pick_best(values), "median": median(values)}
+                stats.setdefault("objectives", {})[name] = {
+                    "best": pick_best(values), "median": median(values)}
         self.history.append(stats)
         self.emit(stats)
 

@@ -2,21 +2,32 @@
 
 Evaluation is a pure function of (problem, plan, fitness functions), so where it
 runs never changes the result: that is what makes ``--seed`` reproducible for
-any ``--jobs``. A fitness that raises marks only its candidate as failed.
+any ``--jobs``. Nothing a fitness function does costs more than its own
+candidate: an exception, a hang past ``eval_timeout`` (stopped by a signal in
+the process running it, or by killing that process), or a dead worker all end
+in a failed :class:`Evaluation` that carries the error.
 """
 
 from __future__ import annotations
 
+import functools
+import pickle
+import signal
+import tempfile
+import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from types import TracebackType
+from pathlib import Path
+from types import FrameType, TracebackType
 from typing import Any
 
-from joblib import Parallel, cpu_count, delayed
+from joblib import Parallel, cpu_count, delayed, parallel_config
 
 from evolve.analysis import covered_criteria
+from evolve.backends import BackendError, backend_session
 from evolve.plan import Plan
 from evolve.problem import Problem
 from fitness.base import Context, Fitness
@@ -40,91 +51,218 @@ class Evaluation:
         return data
 
 
-def evaluate_plan(problem: Problem, plan: Plan, fitnesses: Sequence[Fitness]) -> Evaluation:
-    """Score one plan; any exception becomes a failed evaluation carrying the error."""
+class EvaluationTimeout(BaseException):
+    """Raised inside an evaluation that ran past its time limit.
+
+    A ``BaseException`` so that a fitness function's own ``except Exception``
+    cannot swallow it.
+    """
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Interrupt the code inside after ``seconds`` with :class:`EvaluationTimeout`.
+
+    Uses ``SIGALRM``, which stops the evaluation itself rather than abandoning a
+    thread that runs on; it needs the main thread of a process, which is where
+    joblib's process workers (and the in-process path) run evaluations.
+    """
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: FrameType | None) -> None:
+        raise EvaluationTimeout(f"timed out after {seconds:g}s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def evaluate_plan(problem: Problem, plan: Plan, fitnesses: Sequence[Fitness],
+                  timeout: float | None = None) -> Evaluation:
+    """Score one plan; any exception, ``sys.exit`` or timeout becomes a failed evaluation."""
     context = Context(problem, plan)
     try:
-        errors = context.errors
-        feasible = not errors and len(covered_criteria(problem, plan, errors)) == len(problem.criteria)
-        values = {f.name: f(problem, plan, context) for f in fitnesses}
-    except Exception as exc:
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        return Evaluation(failed=f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})")
+        with time_limit(timeout):
+            errors = context.errors
+            feasible = not errors and len(covered_criteria(problem, plan, errors)) == len(problem.criteria)
+            values = {f.name: f(problem, plan, context) for f in fitnesses}
+    except EvaluationTimeout as exc:
+        return Evaluation(failed=f"EvaluationTimeout: {exc}")
+    except (Exception, SystemExit) as exc:
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+        return Evaluation(failed=f"{type(exc).__name__}: {exc}{where}")
     return Evaluation(values=values, feasible=feasible, errors=tuple(str(e) for e in errors))
 
 
-def evaluate_batch(problem: Problem, plans: Sequence[Plan], fitnesses: Sequence[Fitness]) -> list[Evaluation]:
+@dataclass(frozen=True)
+class Payload:
+    """What every evaluation needs besides the plan: sent to each worker once, not per plan."""
+
+    problem: Problem
+    fitnesses: tuple[Fitness, ...]
+
+
+@dataclass(frozen=True)
+class PayloadFile:
+    """A payload pickled to a file; each worker process reads it once and keeps it."""
+
+    path: str
+
+
+@functools.lru_cache(maxsize=4)
+def read_payload(path: str) -> Payload:
+    with open(path, "rb") as stream:
+        payload = pickle.load(stream)
+    assert isinstance(payload, Payload)
+    return payload
+
+
+def evaluate_chunk(payload: Payload | PayloadFile, plans: Sequence[Plan],
+                   timeout: float | None = None) -> list[Evaluation]:
     """The unit of work sent to a worker: many plans per call, so dispatch cost is amortised."""
-    return [evaluate_plan(problem, plan, fitnesses) for plan in plans]
+    resolved = read_payload(payload.path) if isinstance(payload, PayloadFile) else payload
+    return [evaluate_plan(resolved.problem, plan, resolved.fitnesses, timeout) for plan in plans]
+
+
+def evaluate_batch(problem: Problem, plans: Sequence[Plan], fitnesses: Sequence[Fitness],
+                   timeout: float | None = None) -> list[Evaluation]:
+    """Score ``plans`` in this process."""
+    return evaluate_chunk(Payload(problem, tuple(fitnesses)), plans, timeout)
 
 
 class Evaluator:
     """Evaluates lists of plans, keeping one joblib pool open for the whole run.
 
-    Work is sent in one batch per worker. When the measured cost of a batch is
-    below ``min_parallel_seconds`` the plans are scored in this process instead,
-    since shipping them would cost more than it saves.
+    Work goes out as one chunk per worker. Built-in objectives are trusted: when a
+    chunk is measured to be cheaper than ``min_parallel_seconds`` it is scored in
+    this process, since shipping it would cost more than it saves. Plugins and
+    runs with an ``eval_timeout`` always go to worker processes, so that a crash
+    costs one candidate and never the run. When a call to the pool fails (a
+    worker died, or a hang could only be ended by killing it), each plan of it
+    is retried alone, which names the culprit and scores everyone else.
     """
 
     def __init__(self, problem: Problem, fitnesses: Sequence[Fitness], *, jobs: int | None = None,
-                 backend: str = "loky", min_parallel_seconds: float = 0.02) -> None:
+                 backend: str = "loky", scheduler_address: str | None = None,
+                 eval_timeout: float | None = None, min_parallel_seconds: float = 0.02,
+                 kill_grace: float = 5.0) -> None:
+        if eval_timeout is not None and backend == "threading":
+            raise BackendError("--eval-timeout needs a process backend (loky, dask or ray): "
+                               "a thread cannot be stopped")
         self.problem = problem
-        self.fitnesses = list(fitnesses)
+        self.fitnesses = tuple(fitnesses)
         self.jobs = resolve_jobs(jobs)
         self.backend = backend
+        self.scheduler_address = scheduler_address
+        self.eval_timeout = eval_timeout
         self.min_parallel_seconds = min_parallel_seconds
+        self.kill_grace = kill_grace
+        self.trusted = all(f.source == "builtin" for f in self.fitnesses) and eval_timeout is None
         self.seconds_per_plan: float | None = None
         self.evaluations = 0
+        self.worker_failures = 0
         self.parallel: Parallel | None = None
+        self.shipped: Payload | PayloadFile = Payload(problem, self.fitnesses)
+        self.stack = ExitStack()
 
     def __enter__(self) -> Evaluator:
-        if self.jobs > 1:
-            self.parallel = Parallel(n_jobs=self.jobs, backend=self.backend)
-            self.parallel.__enter__()
+        if self.jobs == 1 and self.trusted and self.backend in ("loky", "threading"):
+            return self
+        try:
+            extra = self.stack.enter_context(backend_session(self.backend, self.jobs, self.scheduler_address))
+            if self.backend == "loky":
+                folder = Path(self.stack.enter_context(tempfile.TemporaryDirectory(prefix="evolve-")))
+                path = folder / "payload.pkl"
+                path.write_bytes(pickle.dumps(self.shipped))
+                self.shipped = PayloadFile(str(path))
+            scatter = [self.shipped] if self.backend == "dask" else None
+            config = {"scatter": scatter, **extra} if self.backend == "dask" else {}
+            self.stack.enter_context(parallel_config(backend=self.backend, **config))
+            self.parallel = self.stack.enter_context(Parallel(n_jobs=self.jobs))
+        except BaseException:
+            self.stack.close()
+            raise
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self.parallel is not None:
-            self.parallel.__exit__(kind, exc, tb)
-            self.parallel = None
+        self.parallel = None
+        self.stack.close()
 
     def evaluate(self, plans: Sequence[Plan]) -> list[Evaluation]:
         """Evaluations of ``plans``, in the same order."""
         if not plans:
             return []
         began = time.perf_counter()
-        if self.should_parallelise(len(plans)):
-            assert self.parallel is not None
+        if self.parallel is not None and not self.in_process(len(plans)):
             chunks = split(list(plans), self.jobs)
-            results = self.parallel(
-                delayed(evaluate_batch)(self.problem, chunk, self.fitnesses) for chunk in chunks
-            )
-            out = [ev for chunk in results for ev in chunk]
+            out = [ev for chunk in self.run_chunks(chunks) for ev in chunk]
             per_plan = (time.perf_counter() - began) * self.jobs / len(plans)
         else:
-            out = evaluate_batch(self.problem, plans, self.fitnesses)
+            out = evaluate_chunk(self.shipped if isinstance(self.shipped, Payload)
+                                 else Payload(self.problem, self.fitnesses), plans, self.eval_timeout)
             per_plan = (time.perf_counter() - began) / len(plans)
         self.seconds_per_plan = per_plan
         self.evaluations += len(plans)
         return out
 
-    def should_parallelise(self, count: int) -> bool:
-        if self.parallel is None or count < 2:
+    def in_process(self, count: int) -> bool:
+        """Whether scoring here is both safe (trusted objectives) and cheaper than shipping."""
+        if not self.trusted:
             return False
-        if self.seconds_per_plan is None:
-            return False  # measure once in-process before deciding
-        return self.seconds_per_plan * count >= self.min_parallel_seconds
+        if count < 2 or self.seconds_per_plan is None:
+            return True  # a first, in-process measurement decides the next calls
+        return self.seconds_per_plan * count < self.min_parallel_seconds
+
+    def run_chunks(self, chunks: list[list[Plan]]) -> list[list[Evaluation]]:
+        assert self.parallel is not None
+        longest = max(len(c) for c in chunks)
+        self.parallel.timeout = self.hard_timeout(longest)
+        try:
+            return list(self.parallel(
+                delayed(evaluate_chunk)(self.shipped, chunk, self.eval_timeout) for chunk in chunks))
+        except Exception:
+            self.worker_failures += 1
+            return [[self.run_alone(plan) for plan in chunk] for chunk in chunks]
+
+    def run_alone(self, plan: Plan) -> Evaluation:
+        """Score one plan in a worker of its own call; a failure of the call is this plan's."""
+        assert self.parallel is not None
+        self.parallel.timeout = self.hard_timeout(1)
+        try:
+            calls = [delayed(evaluate_chunk)(self.shipped, [plan], self.eval_timeout)]
+            evaluation: Evaluation = next(iter(self.parallel(calls)))[0]
+            return evaluation
+        except Exception as exc:
+            kind = type(exc).__name__
+            if "Timeout" in kind:
+                return Evaluation(failed=f"EvaluationTimeout: worker killed after {self.hard_timeout(1):g}s")
+            return Evaluation(failed=f"WorkerDied: the worker process evaluating this plan died ({kind}: "
+                                     f"{str(exc).splitlines()[0] if str(exc) else ''})")
+
+    def hard_timeout(self, plans: int) -> float | None:
+        """How long a call may run before its workers are killed: a backstop for hangs that the
+        in-worker signal cannot interrupt (e.g. inside C code)."""
+        if self.eval_timeout is None:
+            return None
+        return self.eval_timeout * plans + self.kill_grace
 
 
 def resolve_jobs(jobs: int | None) -> int:
     """``None`` or 0 means every core; negative counts back from it, as in joblib."""
-    cores = cpu_count()
+    cores = int(cpu_count())
     if not jobs:
         return cores
     if jobs < 0:
         return max(1, cores + 1 + jobs)
-    return jobs
+    return int(jobs)
 
 
 def split(items: list[Plan], parts: int) -> list[list[Plan]]:

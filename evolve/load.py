@@ -137,16 +137,17 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
     if not tools:
         raise r.fail("tools", "the catalog is empty")
 
-    limits_doc = r.optional(doc, "limits", "", lambda v, p: r.mapping(v, p, ("max_parallel", "max_tasks")), {})
+    limits_doc: dict[str, Any] = r.optional(
+        doc, "limits", "", lambda v, p: r.mapping(v, p, ("max_parallel", "max_tasks")), {})
     limits = Limits(
         max_parallel=r.optional(limits_doc, "max_parallel", "limits", lambda v, p: r.integer(v, p, 1), None),
         max_tasks=r.optional(limits_doc, "max_tasks", "limits", lambda v, p: r.integer(v, p, 1), None),
     )
-    resources_doc = r.optional(doc, "resources", "", lambda v, p: r.mapping(v, p, None), {})
+    resources_doc: dict[str, Any] = r.optional(doc, "resources", "", lambda v, p: r.mapping(v, p, None), {})
     resources = {
         name: r.number(cap, f"resources.{name}", minimum=0.0) for name, cap in resources_doc.items()
     }
-    policy_doc = r.optional(doc, "policy", "", lambda v, p: r.mapping(v, p, ("write_requires_approval",)), {})
+    policy_doc: dict[str, Any] = r.optional(doc, "policy", "", lambda v, p: r.mapping(v, p, ("write_requires_approval",)), {})
     policy = Policy(
         write_requires_approval=r.optional(policy_doc, "write_requires_approval", "policy", r.boolean, False)
     )
@@ -161,7 +162,7 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
     template = None
     if doc.get("template") is not None:
         template = plan_from_dict(doc["template"], source, path="template")
-    criteria = r.optional(doc, "criteria", "", r.strings, ())
+    criteria: tuple[str, ...] = r.optional(doc, "criteria", "", r.strings, ())
     if not criteria and template is None:
         raise r.fail("criteria", "missing: a problem needs success criteria (or a template)")
     return Problem(
@@ -187,9 +188,9 @@ def read_tool(r: Reader, name: str, spec: object) -> Tool:
     def risk(value: object, p: str) -> Risk:
         if value not in RISKS:
             raise r.fail(p, f"expected one of {', '.join(RISKS)}, got {describe(value)}")
-        return cast(Risk, value)
+        return value  # type: ignore[return-value]
 
-    uses_doc = r.optional(doc, "uses", path, lambda v, p: r.mapping(v, p, None), {})
+    uses_doc: dict[str, Any] = r.optional(doc, "uses", path, lambda v, p: r.mapping(v, p, None), {})
     return Tool(
         name=name,
         duration=r.number(doc["duration"], join(path, "duration")),
@@ -239,3 +240,37 @@ def read_task(r: Reader, data: object, path: str) -> Task:
         idempotency_key=r.optional(doc, "idempotency_key", path, r.string, None),
         name=r.optional(doc, "name", path, r.string, None),
     )
+
+
+def problem_to_dict(problem: Problem) -> dict[str, Any]:
+    """The document :func:`problem_from_dict` reads back to an equal problem (defaults left out)."""
+    tools: dict[str, Any] = {}
+    for tool in problem.tools.values():
+        spec: dict[str, Any] = {"duration": tool.duration}
+        optional = {
+            "scope": tool.scope, "inputs": list(tool.inputs), "outputs": list(tool.outputs),
+            "risk": tool.risk if tool.risk != "read" else None, "cost": tool.cost or None,
+            "uses": dict(tool.uses), "llm_calls": tool.llm_calls or None,
+            "description": tool.description or None,
+        }
+        spec.update({k: v for k, v in optional.items() if v})
+        tools[tool.name] = spec
+    doc: dict[str, Any] = {"name": problem.name}
+    if problem.objective:
+        doc["objective"] = problem.objective
+    doc["initial"] = list(problem.initial)
+    doc["criteria"] = list(problem.criteria)
+    if problem.scopes is not None:
+        doc["scopes"] = list(problem.scopes)
+    limits = {k: v for k, v in (("max_parallel", problem.limits.max_parallel),
+                                ("max_tasks", problem.limits.max_tasks)) if v is not None}
+    if limits:
+        doc["limits"] = limits
+    if problem.resources:
+        doc["resources"] = dict(problem.resources)
+    if problem.policy.write_requires_approval:
+        doc["policy"] = {"write_requires_approval": True}
+    doc["tools"] = tools
+    if isinstance(problem.template, Plan):
+        doc["template"] = problem.template.to_dict()
+    return doc

@@ -81,7 +81,8 @@ def without(problem: Problem, plan: Plan, removed: set[str], rng: np.random.Gene
     for i, task in enumerate(tasks):
         if not any(d in removed for d in task.deps):
             continue
-        builder = Builder(problem, Plan(tasks=tuple(tasks)), rng, excluded={task.id} | descendants(kept, task.id))
+        below = {task.id} | descendants(kept, task.id)
+        builder = Builder(problem, Plan(tasks=tuple(tasks)), rng, excluded=below)
         inputs = dict(task.inputs)
         for key, value in task.inputs.items():
             ref = parse_ref(value)

@@ -50,7 +50,8 @@ def apply_patch(plan: Plan, patch: object, source: str = "<patch>") -> Plan:
     doc = r.mapping(patch, "", PATCH_KEYS)
     tasks = {t.id: t for t in plan.tasks}
     order = [t.id for t in plan.tasks]
-    for i, tid in enumerate(r.optional(doc, "remove", "", r.strings, ())):
+    removals: tuple[str, ...] = r.optional(doc, "remove", "", r.strings, ())
+    for i, tid in enumerate(removals):
         if tid not in tasks:
             raise r.fail(f"remove[{i}]", f"no task {tid!r} in the plan")
         del tasks[tid]

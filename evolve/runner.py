@@ -16,8 +16,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from evolve.engine import Search, SearchResult
+from evolve import checkpoint
+from evolve.checkpoint import fingerprint
+from evolve.engine import Proposer, Search, SearchResult
 from evolve.evaluate import Evaluator
+from evolve.load import problem_to_dict
 from evolve.operators import STRUCTURAL, OperatorSet
 from evolve.options import SearchOptions
 from evolve.problem import Problem
@@ -60,25 +63,64 @@ def run_search(
     fitnesses: Sequence[Fitness] | None = None,
     weights: Sequence[float] | None = None,
     operators: OperatorSet = STRUCTURAL,
+    proposer: Proposer | None = None,
+    proposer_share: float = 0.0,
     out_dir: str | Path | None = None,
+    resume: bool = False,
     on_generation: Callable[[dict[str, Any]], None] | None = None,
+    extra_summary: Callable[[], dict[str, Any]] | None = None,
 ) -> RunOutcome:
-    """Search ``problem`` and write the run folder. The programmatic twin of ``evolve run``."""
+    """Search ``problem`` and write the run folder. The programmatic twin of ``evolve run``.
+
+    With ``resume=True`` the search continues from ``out_dir``'s checkpoint, which
+    must have been made for the same problem, objectives and options.
+    """
     fitnesses = list(fitnesses) if fitnesses is not None else resolve_all(DEFAULT_OBJECTIVES)
     ranking = Ranking.of(fitnesses, weights)
+    unknown = [name for name in options.target if name not in ranking.objectives]
+    if unknown:
+        raise ValueError(f"--target names {', '.join(unknown)}, not among the objectives "
+                         f"({', '.join(ranking.objectives)})")
+    if resume and out_dir is None:
+        raise ValueError("resuming needs the run folder")
     out = Path(out_dir) if out_dir is not None else new_run_dir()
     out.mkdir(parents=True, exist_ok=True)
+    identity = {
+        "problem": fingerprint(problem_to_dict(problem)),
+        "options": fingerprint(options.fingerprint()),
+        "ranking": ranking.describe(),
+        "operators": operator_names(operators, proposer, proposer_share),
+    }
+    restored = checkpoint.load(out, identity) if resume else None
+    (out / "problem.json").write_text(dump_json(problem_to_dict(problem)))
+    events_path = out / "events.jsonl"
+    if restored is not None:
+        with events_path.open("r+b") as stream:
+            stream.truncate(restored.events_bytes)
     began = time.perf_counter()
-    with (out / "events.jsonl").open("w", encoding="utf-8") as events, \
-            Evaluator(problem, fitnesses, jobs=options.jobs, backend=options.backend) as evaluator:
-        sink = event_writer(events, on_generation)
-        result = Search(problem, operators=operators, evaluator=evaluator, ranking=ranking,
-                        options=options, on_event=sink).run()
+    with events_path.open("a" if restored else "w", encoding="utf-8") as events, \
+            Evaluator(problem, fitnesses, jobs=options.jobs, backend=options.backend,
+                      scheduler_address=options.scheduler_address,
+                      eval_timeout=options.eval_timeout) as evaluator:
+
+        def save_checkpoint(search: Search) -> None:
+            events.flush()
+            checkpoint.save(out, search.state(), identity, events.tell())
+
+        search = Search(problem, operators=operators, evaluator=evaluator, ranking=ranking,
+                        options=options, on_event=event_writer(events, on_generation),
+                        proposer=proposer, proposer_share=proposer_share,
+                        on_generation=save_checkpoint)
+        if restored is not None:
+            search.restore(restored.state)
+        result = search.run()
         jobs = evaluator.jobs
+        worker_failures = evaluator.worker_failures
     seconds = time.perf_counter() - began
     best = result.best
     sched = schedule(problem, best.plan)
     (out / "best.json").write_text(dump_json({**best.plan.to_dict(), "schedule": sched.to_dict()}))
+    failed = sum(1 for ev in search.cache.values() if ev.failed is not None)
     summary = {
         "problem": problem.name,
         "best": {
@@ -89,13 +131,31 @@ def run_search(
         },
         "ranking": ranking.describe(),
         "options": {**options.to_dict(), "jobs": jobs},
+        "generations": search.generation,
+        "stop_reason": result.stop_reason,
         "evaluations": result.evaluations,
+        "failed_evaluations": failed,
+        "worker_failures": worker_failures,
         "cache_hits": result.cache_hits,
-        "seconds": round(seconds, 3),
-        "evaluations_per_second": round(result.evaluations / seconds, 1) if seconds > 0 else None,
+        "resumed": restored is not None,
+        "seconds": round(search.seconds, 3),
+        "session_seconds": round(seconds, 3),
+        "evaluations_per_second": (round(result.evaluations / search.seconds, 1)
+                                   if search.seconds > 0 else None),
+        **(extra_summary() if extra_summary is not None else {}),
     }
     (out / "summary.json").write_text(dump_json(summary))
     return RunOutcome(out_dir=out, result=result, summary=summary)
+
+
+def operator_names(operators: OperatorSet, proposer: Proposer | None, share: float) -> str:
+    """The operator mix as text, part of a checkpoint's identity."""
+    parts = [f"{fn.__name__}:{w:g}" for fn, w in operators.mutations]
+    parts += [f"{fn.__name__}:{w:g}" for fn, w in operators.crossovers]
+    parts.append(f"crossover_rate:{operators.crossover_rate:g}")
+    if proposer is not None:
+        parts.append(f"{proposer.name}:{share:g}")
+    return ",".join(parts)
 
 
 def event_writer(stream: IO[str], on_generation: Callable[[dict[str, Any]], None] | None

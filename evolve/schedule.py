@@ -135,7 +135,8 @@ def backward_tails(order: Sequence[str], deps: Mapping[str, Sequence[str]],
     return tail
 
 
-def selection_rank(plan: Plan, order: Sequence[str], tail: Mapping[str, float]) -> dict[str, tuple[int, float, int]]:
+def selection_rank(plan: Plan, order: Sequence[str],
+                   tail: Mapping[str, float]) -> dict[str, tuple[int, float, int]]:
     """Sort keys for ready tasks: the plan's priority first, then longest remaining path."""
     position = {tid: i for i, tid in enumerate(plan.priority or ())}
     index = {tid: i for i, tid in enumerate(order)}

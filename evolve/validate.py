@@ -80,10 +80,12 @@ def check_task(problem: Problem, task: Task, tasks: dict[str, Task]) -> Iterable
         yield PlanError("tool-registered", f"unknown tool {task.tool!r}", task.id)
     else:
         if not problem.scope_granted(tool.scope):
-            yield PlanError("scope-granted", f"tool {tool.name} needs scope {tool.scope!r}, not granted", task.id)
+            yield PlanError("scope-granted", f"tool {tool.name} needs scope {tool.scope!r}, not granted",
+                            task.id)
         for out in task.outputs:
             if out not in tool.outputs:
-                yield PlanError("output-declared", f"declares output {out!r} that {tool.name} does not produce", task.id)
+                yield PlanError("output-declared",
+                                f"declares output {out!r} that {tool.name} does not produce", task.id)
         for fact in tool.inputs:
             if fact not in task.inputs:
                 yield PlanError("input-bound", f"input {fact!r} of {tool.name} is not bound", task.id)

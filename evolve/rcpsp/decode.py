@@ -235,26 +235,27 @@ def fbi_kernel(
     out_order: IntArray,
 ) -> int:
     """Double justification of (``starts``, ``order``) into ``out_starts`` and
-    ``out_order`` (the new list sorted by start time, ties in scheduling
-    order). Returns the new makespan, which is never larger."""
+    ``out_order`` (the list the final pass scheduled from, so the serial SGS
+    maps it back to exactly ``out_starts``). Returns the new makespan, which
+    is never larger: each pass places every activity no earlier (right pass)
+    or no later (left pass) than in its input schedule."""
     n = starts.shape[0]
     mid_starts = np.empty(n, dtype=np.int64)
     mid_order = np.empty(n, dtype=np.int64)
-    sched_order = np.empty(n, dtype=np.int64)
     reverse_pass(starts, order, dur, dem, cap, succ_ptr, succ_idx, avail, mid_order, mid_starts)
-    ms = reverse_pass(
-        mid_starts, mid_order, dur, dem, cap, pred_ptr, pred_idx, avail, sched_order, out_starts
+    return reverse_pass(
+        mid_starts, mid_order, dur, dem, cap, pred_ptr, pred_idx, avail, out_order, out_starts
     )
-    sort_by_start(out_starts, sched_order, out_order)
-    return ms
 
 
 @njit(cache=True)  # type: ignore[misc]
 def sort_by_start(starts: IntArray, order: IntArray, out: IntArray) -> None:
-    """Activity list sorted by start time, ties kept in ``order``'s order.
+    """Activity list sorted by start time, ties kept in ``order``'s order
+    (``order`` must be precedence-feasible; then so is the result).
 
-    For an active schedule built from ``order``, the serial SGS maps the
-    result back to the same schedule, so this is a canonical list for it.
+    The serial SGS maps this list to a schedule in which no activity starts
+    later than in ``starts`` (the same argument as for FBI), so it is a
+    faithful encoding of the schedule for the genetic operators.
     """
     n = starts.shape[0]
     key = np.empty(n, dtype=np.int64)
@@ -363,8 +364,8 @@ def forward_backward_improvement(
 
     ``activity_list`` must be the list the schedule was decoded from (or any
     precedence-feasible list: it only breaks ties). Returns ``(starts,
-    activity_list, makespan)`` of the improved schedule; the list is sorted by
-    start time and decodes to that schedule with the serial SGS. Counts as
+    activity_list, makespan)`` of the improved schedule; the serial SGS
+    decodes the list to exactly that schedule. Counts as
     :data:`FBI_SCHEDULES` schedules.
     """
     check_activity_list(inst, activity_list)

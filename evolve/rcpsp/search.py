@@ -53,6 +53,7 @@ class GaParams:
     rbrs_alpha: float = 1.0  #: regret exponent of the biased sampling
     child_pass: int = 2  #: first pass for children, see ``_evaluate``
     pop_per_schedules: float = 30.0  #: population = budget / this, within 10..100
+    algorithm: str = "bpga"  #: "bpga" (bi-population) or "ga" (GA with FBI on every child)
 
 
 @dataclass(frozen=True)
@@ -276,32 +277,18 @@ def _select(rng, pop_ms, npop):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)  # type: ignore[misc]
-def _generation(rng, I, avail, budget, pop_l, pop_s, pop_ms, weights, mut_rate, mut_moves, child_pass):  # type: ignore[no-untyped-def]
-    """One generation: as many children as the population, then keep the best
-    distinct individuals of parents + children. Returns schedules used."""
+def _survive(pop_l, pop_s, pop_ms, ch_l, ch_s, ch_ms, weights):  # type: ignore[no-untyped-def]
+    """(mu + lambda) survival in place: keep the best distinct schedules of
+    parents + children (ties favour children, which lets the population
+    drift across plateaus); duplicates only fill up if too few are distinct."""
     npop, n = pop_l.shape
-    ch_l = np.empty((npop, n), dtype=np.int64)
-    ch_s = np.empty((npop, n), dtype=np.int64)
-    ch_ms = np.full(npop, _BIG, dtype=np.int64)
-    child = np.empty(n, dtype=np.int64)
-    used = 0
-    for c in range(npop):
-        if used >= budget:
-            break
-        m = _select(rng, pop_ms, npop)
-        d = _select(rng, pop_ms, npop)
-        _crossover(rng, pop_l[m], pop_l[d], child)
-        for _ in range(mut_moves):
-            if rng.random() < mut_rate:
-                _shift_mutation(rng, I, child)
-        ms, u = _evaluate(I, child, child_pass, avail, budget - used, ch_s[c], ch_l[c])
-        ch_ms[c] = ms
-        used += u
+    nch = ch_l.shape[0]
     # (mu + lambda) survival without duplicate schedules; ties favour children
-    tot = 2 * npop
+    tot = npop + nch
     key = np.empty(tot, dtype=np.int64)
     for i in range(npop):
         key[i] = pop_ms[i] * 4 * tot + 2 * tot + i
+    for i in range(nch):
         key[npop + i] = ch_ms[i] * 4 * tot + i
     srt = np.argsort(key)
     new_l = np.empty((npop, n), dtype=np.int64)
@@ -352,7 +339,106 @@ def _generation(rng, I, avail, budget, pop_l, pop_s, pop_ms, weights, mut_rate, 
         pop_ms[q] = new_ms[q]
     for q in range(kept, npop):
         pop_ms[q] = _BIG
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _generation(rng, I, avail, budget, pop_l, pop_s, pop_ms, weights, mut_rate, mut_moves, child_pass):  # type: ignore[no-untyped-def]
+    """One generation: as many children as the population, then keep the best
+    distinct individuals of parents + children. Returns schedules used."""
+    npop, n = pop_l.shape
+    ch_l = np.empty((npop, n), dtype=np.int64)
+    ch_s = np.empty((npop, n), dtype=np.int64)
+    ch_ms = np.full(npop, _BIG, dtype=np.int64)
+    child = np.empty(n, dtype=np.int64)
+    used = 0
+    for c in range(npop):
+        if used >= budget:
+            break
+        m = _select(rng, pop_ms, npop)
+        d = _select(rng, pop_ms, npop)
+        _crossover(rng, pop_l[m], pop_l[d], child)
+        for _ in range(mut_moves):
+            if rng.random() < mut_rate:
+                _shift_mutation(rng, I, child)
+        ms, u = _evaluate(I, child, child_pass, avail, budget - used, ch_s[c], ch_l[c])
+        ch_ms[c] = ms
+        used += u
+    _survive(pop_l, pop_s, pop_ms, ch_l, ch_s, ch_ms, weights)
     return used
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _bp_decode(I, lst, use_parallel, avail, out_s, out_l):  # type: ignore[no-untyped-def]
+    """Decode ``lst`` in the world of ``I`` and write the list of the
+    opposite world: activities by decreasing finish time (ties: later in
+    ``lst`` first). Decoding that list in the opposite world justifies the
+    schedule, so every child is a justification pass. Returns the makespan."""
+    dur, dem, cap, pred_ptr, pred_idx, succ_ptr, succ_idx = I
+    n = dur.shape[0]
+    if use_parallel:
+        ms = parallel_kernel(lst, dur, dem, pred_ptr, pred_idx, avail, out_s)
+    else:
+        ms = serial_kernel(lst, dur, dem, pred_ptr, pred_idx, avail, out_s)
+    reset_profile(avail, cap, ms)
+    key = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        j = lst[k]
+        key[j] = (ms - out_s[j] - dur[j]) * n + (n - 1 - k)
+    srt = np.argsort(key)
+    for k in range(n):
+        out_l[k] = srt[k]
+    return ms
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _bp_init(rng, I0, I1, prio, alpha, avail, budget, pop_l, pop_s, pop_ms, first):  # type: ignore[no-untyped-def]
+    """Sample lists into world 0 (alternating serial/parallel SGS), then
+    right-justify each into world 1. Fills slots ``first..`` of both."""
+    npop = pop_l.shape[1]
+    n = pop_l.shape[2]
+    lst = np.empty(n, dtype=np.int64)
+    used = 0
+    for i in range(first, npop):
+        if used >= budget:
+            pop_ms[0, i] = _BIG
+            continue
+        _rbrs_list(rng, I0, prio, alpha, lst)
+        pop_ms[0, i] = _bp_decode(I0, lst, i % 2 == 1, avail, pop_s[0, i], pop_l[0, i])
+        used += 1
+    for i in range(first, npop):
+        if used >= budget or pop_ms[0, i] >= _BIG:
+            pop_ms[1, i] = _BIG
+            continue
+        pop_ms[1, i] = _bp_decode(I1, pop_l[0, i], False, avail, pop_s[1, i], pop_l[1, i])
+        used += 1
+    return used
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _bp_generation(rng, I_tgt, avail, budget, src_l, src_ms, tgt_l, tgt_s, tgt_ms, weights, mut_rate, mut_moves):  # type: ignore[no-untyped-def]
+    """Children of the source population, decoded in the target world (one
+    schedule each), compete with the target population."""
+    npop, n = src_l.shape
+    nsrc = 0
+    while nsrc < npop and src_ms[nsrc] < _BIG:
+        nsrc += 1
+    if nsrc == 0:
+        return 0
+    nch = min(npop, budget)
+    ch_l = np.empty((nch, n), dtype=np.int64)
+    ch_s = np.empty((nch, n), dtype=np.int64)
+    ch_ms = np.empty(nch, dtype=np.int64)
+    child = np.empty(n, dtype=np.int64)
+    for c in range(nch):
+        m = _select(rng, src_ms, nsrc)
+        d = _select(rng, src_ms, nsrc)
+        _crossover(rng, src_l[m], src_l[d], child)
+        for _ in range(mut_moves):
+            if rng.random() < mut_rate:
+                _shift_mutation(rng, I_tgt, child)
+        ch_ms[c] = _bp_decode(I_tgt, child, False, avail, ch_s[c], ch_l[c])
+    _survive(tgt_l, tgt_s, tgt_ms, ch_l, ch_s, ch_ms, weights)
+    return nch
 
 
 # --------------------------------------------------------------------------
@@ -395,7 +481,8 @@ def solve(
     p = params or GaParams()
     t0 = time.perf_counter()
     deadline = t0 + seconds if seconds is not None else None
-    budget = schedules if schedules is not None else 1 << 62
+    # one schedule is kept for the final decode that makes list and schedule agree
+    budget = schedules - 1 if schedules is not None else 1 << 62
     lb = critical_path_bound(inst) if lower_bound is None else lower_bound
 
     rng = np.random.default_rng(np.random.SeedSequence(seed))
@@ -407,11 +494,17 @@ def solve(
     prio = latest_finishes(inst).astype(np.float64)
     avail = new_profile(inst.horizon, inst.capacities)
     npop = p.pop_size or default_pop_size(schedules, p.pop_per_schedules)
+    weights = rng.integers(1, 1 << 20, size=n, dtype=np.int64)
+    if budget == 0:
+        lst = np.empty(n, dtype=np.int64)
+        _rbrs_list(rng, I, prio, p.rbrs_alpha, lst)
+        st = np.zeros(n, dtype=np.int64)
+        return _finish(I, avail, st, lst, 0, t0)
+    if p.algorithm == "bpga":
+        return _solve_bpga(inst, I, prio, avail, npop, weights, rng, budget, deadline, lb, p, t0)
     pop_l = np.empty((npop, n), dtype=np.int64)
     pop_s = np.empty((npop, n), dtype=np.int64)
     pop_ms = np.full(npop, _BIG, dtype=np.int64)
-    weights = rng.integers(1, 1 << 20, size=n, dtype=np.int64)
-
     used = int(_init_population(rng, I, prio, p.rbrs_alpha, avail, budget, pop_l, pop_s, pop_ms, 0))
     best_ms = int(pop_ms.min())
     b = int(pop_ms.argmin())
@@ -445,4 +538,75 @@ def solve(
             stale = 0
         else:
             stale += 1
-    return RcpspResult(best_ms, best_s, best_l, used, time.perf_counter() - t0)
+    return _finish(I, avail, best_s, best_l, used, t0)
+
+
+def _solve_bpga(inst, I, prio, avail, npop, weights, rng, budget, deadline, lb, p, t0):  # type: ignore[no-untyped-def]
+    """Bi-population GA (Debels & Vanhoucke): world 0 holds left-justified
+    schedules, world 1 right-justified ones (stored mirrored: the reversed
+    project's left-justified schedules); children of one world are decoded
+    in the other, so each child costs one schedule and is a justification."""
+    dur, dem, cap, pp, pi, sp, si = I
+    I1 = (dur, dem, cap, sp, si, pp, pi)
+    n = inst.n
+    pop_l = np.empty((2, npop, n), dtype=np.int64)
+    pop_s = np.empty((2, npop, n), dtype=np.int64)
+    pop_ms = np.full((2, npop), _BIG, dtype=np.int64)
+    used = int(_bp_init(rng, I, I1, prio, p.rbrs_alpha, avail, budget, pop_l, pop_s, pop_ms, 0))
+
+    def best() -> tuple[int, int, int]:
+        w = int(pop_ms.min(axis=1).argmin())
+        b = int(pop_ms[w].argmin())
+        return int(pop_ms[w, b]), w, b
+
+    def snapshot(w: int, b: int) -> tuple[IntArray, IntArray]:
+        ms = int(pop_ms[w, b])
+        lst = np.empty(n, dtype=np.int64)
+        if w == 0:
+            st = pop_s[0, b].copy()
+            sort_by_start(st, pop_l[0, b][::-1].copy(), lst)
+        else:
+            st = ms - pop_s[1, b] - inst.durations
+            sort_by_start(st, pop_l[1, b].copy(), lst)
+        return st, lst
+
+    best_ms, w, b = best()
+    best_s, best_l = snapshot(w, b)
+    stale = 0
+    src = 1
+    while used < budget and best_ms > lb and (deadline is None or time.perf_counter() < deadline):
+        for q in range(2):
+            order = np.argsort(pop_ms[q], kind="stable")
+            pop_l[q], pop_s[q], pop_ms[q] = pop_l[q][order], pop_s[q][order], pop_ms[q][order]
+        tgt = 1 - src
+        if stale >= p.restart_after:
+            keep = max(1, int(npop * p.keep_on_restart))
+            used += int(_bp_init(rng, I, I1, prio, p.rbrs_alpha, avail, budget - used,
+                                 pop_l, pop_s, pop_ms, keep))
+            stale = 0
+        else:
+            used += int(_bp_generation(rng, I if tgt == 0 else I1, avail, budget - used,
+                                       pop_l[src], pop_ms[src], pop_l[tgt], pop_s[tgt], pop_ms[tgt],
+                                       weights, p.mutation_rate, p.mutation_moves))
+            src = tgt
+        ms, w, b = best()
+        if ms < best_ms:
+            best_ms = ms
+            best_s, best_l = snapshot(w, b)
+            stale = 0
+        else:
+            stale += 1
+    return _finish(I, avail, best_s, best_l, used, t0)
+
+
+def _finish(I, avail, starts, order, used, t0):  # type: ignore[no-untyped-def]
+    """Decode the best schedule's start-sorted list once more (one counted
+    schedule): the result starts no activity later, and the reported list
+    decodes exactly to the reported schedule."""
+    dur, dem, cap, pred_ptr, pred_idx, _, _ = I
+    lst = np.empty(dur.shape[0], dtype=np.int64)
+    sort_by_start(starts, order, lst)
+    out = np.empty(dur.shape[0], dtype=np.int64)
+    ms = int(serial_kernel(lst, dur, dem, pred_ptr, pred_idx, avail, out))
+    reset_profile(avail, cap, ms)
+    return RcpspResult(ms, out, lst, used + 1, time.perf_counter() - t0)

@@ -1,0 +1,154 @@
+"""A small chat-completions client for any OpenAI-compatible endpoint.
+
+Written on httpx rather than the ``openai`` package so that retries, backoff and
+the timeout are ours to decide and to test: a local llama.cpp server, vLLM,
+Ollama and OpenAI differ in which errors are worth retrying, and a run must
+never hang on one of them. The client returns the model's text and the
+endpoint's ``usage``; it never interprets the text.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+"""Statuses that mean "try again later": rate limits and an overloaded or restarting server."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One answered call: the text and what it cost."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency: float
+    attempts: int
+    finish_reason: str | None = None
+
+
+class CallError(Exception):
+    """A call that produced no text. ``kind`` is a short stable word used in counters and events:
+    ``timeout``, ``http``, ``connection`` or ``protocol``."""
+
+    def __init__(self, kind: str, message: str, *, attempts: int, latency: float) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+        self.attempts = attempts
+        self.latency = latency
+
+
+class ChatClient:
+    """POSTs to ``{base_url}/chat/completions`` with retries on 429/5xx and connection errors.
+
+    A call that times out is not retried by default: a server that hung once will
+    usually hang again, and retrying would multiply the time a generation waits.
+    Backoff is exponential without jitter (``backoff * 2**k`` capped at
+    ``max_backoff``; a ``Retry-After`` header in seconds wins when present), so no
+    random state is involved; it only decides when a call is sent, never what.
+    """
+
+    def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
+                 timeout: float = 60.0, max_retries: int = 3, backoff: float = 0.5,
+                 max_backoff: float = 8.0, retry_timeouts: bool = False,
+                 transport: httpx.BaseTransport | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.retry_timeouts = retry_timeouts
+        self.sleep = sleep
+        headers = {"Content-Type": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self.http = httpx.Client(timeout=httpx.Timeout(timeout), headers=headers,
+                                 transport=transport)
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.http.close()
+
+    def complete(self, messages: Sequence[Mapping[str, str]],
+                 settings: Mapping[str, Any]) -> Completion:
+        """The model's reply to ``messages``; ``settings`` (temperature, max_tokens, seed,
+        response_format, ...) go into the request body as they are. Raises :class:`CallError`."""
+        body = {"model": self.model, "messages": [dict(m) for m in messages], **settings}
+        began = time.perf_counter()
+        attempt = 0
+        while True:
+            attempt += 1
+            delay: float | None = None
+            try:
+                response = self.http.post(self.url, json=body)
+            except httpx.TimeoutException as exc:
+                if not self.retry_timeouts or attempt > self.max_retries:
+                    raise CallError("timeout", f"no answer in time ({type(exc).__name__})",
+                                    attempts=attempt, latency=time.perf_counter() - began) from None
+                error = CallError("timeout", type(exc).__name__, attempts=attempt, latency=0.0)
+            except httpx.TransportError as exc:
+                error = CallError("connection", f"{type(exc).__name__}: {exc}", attempts=attempt,
+                                  latency=0.0)
+            else:
+                if response.status_code == 200:
+                    return parse_response(response, attempt, time.perf_counter() - began)
+                error = CallError("http", f"HTTP {response.status_code}: {response.text[:200]}",
+                                  attempts=attempt, latency=0.0)
+                if response.status_code not in RETRY_STATUS:
+                    error.latency = time.perf_counter() - began
+                    raise error
+                delay = retry_after(response.headers.get("retry-after"))
+            if attempt > self.max_retries:
+                error.latency = time.perf_counter() - began
+                raise error
+            wait = self.backoff * 2 ** (attempt - 1) if delay is None else delay
+            self.sleep(min(wait, self.max_backoff))
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header; ``None`` when absent or an HTTP date."""
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def parse_response(response: httpx.Response, attempts: int, latency: float) -> Completion:
+    """Text and usage from a chat-completions body; a body of another shape is a protocol error."""
+    try:
+        data = response.json()
+        choice = data["choices"][0]
+        text = choice.get("message", {}).get("content") or ""
+        usage = data.get("usage") or {}
+        return Completion(
+            text=str(text),
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            latency=latency,
+            attempts=attempts,
+            finish_reason=choice.get("finish_reason"),
+        )
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        detail = f"not a chat-completions response ({type(exc).__name__}: {exc})"
+        raise CallError("protocol", f"{detail}; body starts {response.text[:120]!r}",
+                        attempts=attempts, latency=latency) from None

@@ -1,0 +1,72 @@
+"""One call that builds the LLM operator from the settings the command line exposes.
+
+The API key is read from the environment only (``EVOLVE_LLM_API_KEY``, then
+``OPENAI_API_KEY``), never taken as an argument, so it cannot end up in shell
+history, logs, events or the reply cache. Local servers need none.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from evolve.llm.cache import ReplyCache, default_cache_dir
+from evolve.llm.client import ChatClient
+from evolve.llm.operator import LLMOperator, ResponseFormat, Sampling
+from evolve.llm.prompt import Templates
+
+API_KEY_ENV = ("EVOLVE_LLM_API_KEY", "OPENAI_API_KEY")
+
+
+def api_key_from_env(names: str | Sequence[str] = API_KEY_ENV) -> str | None:
+    """The first non-empty variable of ``names``, or ``None``."""
+    for name in [names] if isinstance(names, str) else names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def make_llm_operator(
+    base_url: str,
+    model: str,
+    *,
+    api_key_env: str | Sequence[str] = API_KEY_ENV,
+    max_calls: int | None = None,
+    timeout: float = 60.0,
+    concurrency: int = 4,
+    cache_dir: str | Path | None = None,
+    use_cache: bool = True,
+    cache_failures: bool = True,
+    prompt_dir: str | Path | None = None,
+    temperature: float = 0.7,
+    max_tokens: int = 1024,
+    top_p: float | None = None,
+    response_format: ResponseFormat = "json_object",
+    max_retries: int = 3,
+    backoff: float = 0.5,
+    inspirations: int = 2,
+) -> LLMOperator:
+    """An :class:`LLMOperator` talking to ``base_url`` (e.g. ``http://127.0.0.1:8080/v1``).
+
+    ``cache_dir`` defaults to ``~/.cache/evolve/llm``; ``use_cache=False`` turns the
+    cache off (then reruns call again and may differ). ``prompt_dir`` may hold a
+    ``system.txt`` and/or ``user.txt`` replacing the shipped templates. Close the
+    operator (or use it in a ``with``) when the run ends.
+    """
+    client = ChatClient(base_url, model, api_key=api_key_from_env(api_key_env), timeout=timeout,
+                        max_retries=max_retries, backoff=backoff)
+    root = cache_dir if cache_dir is not None else default_cache_dir()
+    cache = ReplyCache(root) if use_cache else None
+    return LLMOperator(
+        client,
+        cache=cache,
+        templates=Templates.load(prompt_dir),
+        sampling=Sampling(temperature=temperature, max_tokens=max_tokens,
+                          response_format=response_format, top_p=top_p),
+        max_calls=max_calls,
+        concurrency=concurrency,
+        inspirations=inspirations,
+        cache_failures=cache_failures,
+    )

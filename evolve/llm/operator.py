@@ -1,0 +1,222 @@
+"""The LLM operator: the engine's ``Proposer`` that asks a chat model for plan patches.
+
+For each child it is given, it picks a parent (rank-weighted, from the child's
+own random stream ``SeedSequence(seed, spawn_key=(generation, index))``), builds
+a deterministic prompt, and looks the call up in the reply cache. The calls that
+miss run concurrently, at most ``concurrency`` at a time; every reply is then
+judged in child order. A reply that cannot become a child gives
+``Offspring(plan=None, meta=...)``: the engine makes that child with a random
+operator instead and records why in the event, so a bad or absent model slows a
+run down but never breaks it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal
+
+import numpy as np
+
+from evolve.engine import Candidate, Offspring
+from evolve.llm.cache import ReplyCache, cache_key, prompt_hash
+from evolve.llm.client import CallError, ChatClient
+from evolve.llm.prompt import Templates, build_messages
+from evolve.llm.reply import Rejected, child_from_reply, patch_schema
+from evolve.llm.usage import Usage
+from evolve.problem import Problem
+
+ResponseFormat = Literal["json_schema", "json_object", "json_object_schema", "none"]
+RESPONSE_FORMATS: tuple[ResponseFormat, ...] = (
+    "json_schema", "json_object", "json_object_schema", "none")
+"""How JSON is asked for. ``json_schema``: OpenAI, vLLM, Ollama, llama.cpp's own server;
+``json_object``: plain JSON mode, the most widely supported; ``json_object_schema``: JSON mode
+with a ``schema`` key, as llama-cpp-python's server takes it; ``none``: no JSON mode at all."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """The sampling settings sent with every call (and part of the cache key)."""
+
+    temperature: float = 0.7
+    max_tokens: int = 1024
+    response_format: ResponseFormat = "json_object"
+    top_p: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.response_format not in RESPONSE_FORMATS:
+            raise ValueError(f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, "
+                             f"got {self.response_format!r}")
+
+    def request(self, problem: Problem, seed: int) -> dict[str, Any]:
+        """The request-body settings for one call; ``seed`` varies the sample per child."""
+        body: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens,
+                                "seed": seed}
+        if self.top_p is not None:
+            body["top_p"] = self.top_p
+        if self.response_format == "json_schema":
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "plan_patch", "schema": patch_schema(problem)}}
+        elif self.response_format == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        elif self.response_format == "json_object_schema":
+            body["response_format"] = {"type": "json_object", "schema": patch_schema(problem)}
+        return body
+
+
+@dataclass(frozen=True)
+class Job:
+    """One child's call, fully determined before anything is sent."""
+
+    index: int
+    parent: Candidate
+    messages: list[dict[str, str]]
+    settings: dict[str, Any]
+    key: str
+    prompt_hash: str
+
+
+class LLMOperator:
+    """Proposes children by plan patches from an OpenAI-compatible chat endpoint.
+
+    ``max_calls`` bounds the LLM proposals of the run (cache hits included, so a
+    rerun consults exactly the same ones); children past it are left to the
+    random operators. Use as a context manager, or call :meth:`close`.
+    """
+
+    name = "llm"
+
+    def __init__(self, client: ChatClient, *, cache: ReplyCache | None = None,
+                 templates: Templates | None = None, sampling: Sampling | None = None,
+                 max_calls: int | None = None, concurrency: int = 4, inspirations: int = 2,
+                 cache_failures: bool = True) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        if max_calls is not None and max_calls < 0:
+            raise ValueError(f"max_calls must be >= 0, got {max_calls}")
+        self.client = client
+        self.model = client.model
+        self.cache = cache
+        self.templates = templates or Templates.load()
+        self.sampling = sampling or Sampling()
+        self.max_calls = max_calls
+        self.concurrency = concurrency
+        self.inspirations = inspirations
+        self.cache_failures = cache_failures
+        self.usage = Usage()
+        self.consulted = 0
+
+    def __enter__(self) -> LLMOperator:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.client.close()
+
+    def usage_summary(self) -> dict[str, Any]:
+        """Calls, cache hits, patches accepted and rejected by reason, tokens: for the summary."""
+        return {"model": self.model, "max_calls": self.max_calls, **self.usage.summary()}
+
+    def propose(self, problem: Problem, parents: Sequence[Candidate], indices: Sequence[int],
+                generation: int, seed: int) -> list[Offspring]:
+        """One offspring per index, in order; a ``None`` plan makes the engine fall back."""
+        if not parents:
+            return [Offspring(None) for _ in indices]
+        jobs: list[Job | None] = []
+        for index in indices:
+            if self.max_calls is not None and self.consulted >= self.max_calls:
+                self.usage.skipped()
+                jobs.append(None)
+            else:
+                self.consulted += 1
+                jobs.append(self.prepare(problem, parents, index, generation, seed))
+        entries = self.fetch([job for job in jobs if job is not None])
+        return [Offspring(None) if job is None else self.judge(problem, job, entries[job.key])
+                for job in jobs]
+
+    def prepare(self, problem: Problem, parents: Sequence[Candidate], index: int,
+                generation: int, seed: int) -> Job:
+        """The call for child ``index``: its parent, inspirations, prompt and sampling seed."""
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(generation, index)))
+        weights = np.arange(len(parents), 0, -1, dtype=float)
+        parent = parents[int(rng.choice(len(parents), p=weights / weights.sum()))]
+        seen = {parent.hash}
+        others: list[Candidate] = []
+        for other in parents:
+            if len(others) >= self.inspirations:
+                break
+            if other.hash not in seen:
+                seen.add(other.hash)
+                others.append(other)
+        messages = build_messages(problem, parent, others, self.templates)
+        settings = self.sampling.request(problem, int(rng.integers(2**31 - 1)))
+        return Job(index=index, parent=parent, messages=messages, settings=settings,
+                   key=cache_key(self.model, messages, settings), prompt_hash=prompt_hash(messages))
+
+    def fetch(self, jobs: Sequence[Job]) -> dict[str, dict[str, Any]]:
+        """The outcome of every job by cache key: from the cache, else from concurrent calls."""
+        entries: dict[str, dict[str, Any]] = {}
+        misses: dict[str, Job] = {}
+        for job in jobs:
+            cached = self.cache.get(job.key) if self.cache is not None else None
+            if cached is not None:
+                entries[job.key] = cached
+                self.usage.called(cached=True, prompt_tokens=int(cached.get("prompt_tokens", 0)),
+                                  completion_tokens=int(cached.get("completion_tokens", 0)),
+                                  attempts=0, latency=0.0)
+            else:
+                misses.setdefault(job.key, job)
+        if misses:
+            workers = min(self.concurrency, len(misses))
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evolve-llm") as pool:
+                for key, entry in zip(misses, pool.map(self.call, misses.values()), strict=True):
+                    entries[key] = entry
+        return entries
+
+    def call(self, job: Job) -> dict[str, Any]:
+        """One call to the endpoint, its outcome stored in the cache (failures too, by default)."""
+        entry: dict[str, Any]
+        try:
+            done = self.client.complete(job.messages, job.settings)
+        except CallError as exc:
+            entry = {"error": exc.kind, "detail": exc.message[:300], "prompt_tokens": 0,
+                     "completion_tokens": 0, "latency": round(exc.latency, 3),
+                     "attempts": exc.attempts}
+        else:
+            entry = {"text": done.text, "prompt_tokens": done.prompt_tokens,
+                     "completion_tokens": done.completion_tokens, "latency": round(done.latency, 3),
+                     "attempts": done.attempts, "finish_reason": done.finish_reason}
+        self.usage.called(cached=False, prompt_tokens=entry["prompt_tokens"],
+                          completion_tokens=entry["completion_tokens"],
+                          attempts=entry["attempts"], latency=entry["latency"])
+        if self.cache is not None and ("text" in entry or self.cache_failures):
+            self.cache.put(job.key, {"model": self.model, **entry})
+        return entry
+
+    def judge(self, problem: Problem, job: Job, entry: Mapping[str, Any]) -> Offspring:
+        """The child a reply describes, or a ``None`` plan with the reason it was rejected."""
+        meta: dict[str, Any] = {
+            "model": self.model, "prompt_hash": job.prompt_hash, "parent": job.parent.id,
+            "tokens": {"prompt": entry.get("prompt_tokens", 0),
+                       "completion": entry.get("completion_tokens", 0)},
+            "latency_s": entry.get("latency", 0.0), "attempts": entry.get("attempts", 0),
+        }
+        if "error" in entry:
+            self.usage.call_failed(str(entry["error"]))
+            meta.update(accepted=False, rejected=str(entry["error"]),
+                        detail=entry.get("detail", ""))
+            return Offspring(None, meta={"llm": meta})
+        try:
+            child, reason = child_from_reply(problem, job.parent.plan, str(entry.get("text", "")))
+        except Rejected as exc:
+            self.usage.judged(exc.reason)
+            meta.update(accepted=False, rejected=exc.reason, detail=exc.detail[:300])
+            return Offspring(None, meta={"llm": meta})
+        self.usage.judged(None)
+        meta.update(accepted=True, reason=reason)
+        return Offspring(child, parents=(job.parent.id,), operator="llm", meta={"llm": meta})

@@ -1,0 +1,88 @@
+"""What the LLM operator spent and what came of it, for the run summary.
+
+Counted under a lock because a generation's calls finish on worker threads.
+``calls`` are requests that went to the endpoint; ``cache_hits`` were answered
+from disk; both count against ``max_calls``, which bounds how many LLM
+proposals a run consults, so that a rerun from the cache makes the same ones.
+Tokens are those the endpoint reported for this run's own calls (what was paid
+for); replayed replies' tokens are counted apart.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any
+
+
+class Usage:
+    """Thread-safe counters; :meth:`summary` is what goes into ``summary.json``."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.calls = 0
+        self.cache_hits = 0
+        self.attempts = 0
+        self.skipped_budget = 0
+        self.accepted = 0
+        self.rejected: Counter[str] = Counter()
+        self.failed: Counter[str] = Counter()
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.replayed_prompt_tokens = 0
+        self.replayed_completion_tokens = 0
+        self.latency = 0.0
+
+    def called(self, *, cached: bool, prompt_tokens: int, completion_tokens: int,
+               attempts: int, latency: float) -> None:
+        with self.lock:
+            self.requests += 1
+            if cached:
+                self.cache_hits += 1
+                self.replayed_prompt_tokens += prompt_tokens
+                self.replayed_completion_tokens += completion_tokens
+            else:
+                self.calls += 1
+                self.attempts += attempts
+                self.prompt_tokens += prompt_tokens
+                self.completion_tokens += completion_tokens
+                self.latency += latency
+
+    def skipped(self) -> None:
+        with self.lock:
+            self.skipped_budget += 1
+
+    def judged(self, rejected: str | None) -> None:
+        """A reply was turned into a child (``None``) or rejected for ``rejected``."""
+        with self.lock:
+            if rejected is None:
+                self.accepted += 1
+            else:
+                self.rejected[rejected] += 1
+
+    def call_failed(self, kind: str) -> None:
+        """A call gave no reply at all (``timeout``, ``http``, ``connection``, ``protocol``)."""
+        with self.lock:
+            self.failed[kind] += 1
+
+    def summary(self) -> dict[str, Any]:
+        with self.lock:
+            return {
+                "requests": self.requests,
+                "calls": self.calls,
+                "cache_hits": self.cache_hits,
+                "http_attempts": self.attempts,
+                "retries": self.attempts - self.calls,
+                "skipped_budget": self.skipped_budget,
+                "patches_accepted": self.accepted,
+                "patches_rejected": sum(self.rejected.values()),
+                "rejected_by_reason": dict(sorted(self.rejected.items())),
+                "failed_calls": sum(self.failed.values()),
+                "failed_by_kind": dict(sorted(self.failed.items())),
+                "tokens": {"prompt": self.prompt_tokens, "completion": self.completion_tokens,
+                           "total": self.prompt_tokens + self.completion_tokens},
+                "replayed_tokens": {"prompt": self.replayed_prompt_tokens,
+                                    "completion": self.replayed_completion_tokens},
+                "call_seconds": round(self.latency, 3),
+            }
