@@ -41,7 +41,10 @@ def backend_session(backend: str, jobs: int, address: str | None = None) -> Iter
                 raise BackendError(
                     "backend 'dask' needs the dask extra: pip install 'evolve[dask]'") from None
             if address:
-                client = stack.enter_context(Client(address, timeout="10s"))
+                try:
+                    client = stack.enter_context(Client(address, timeout="10s"))
+                except (OSError, TimeoutError) as exc:
+                    raise BackendError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
             else:
                 cluster = stack.enter_context(LocalCluster(
                     n_workers=jobs, threads_per_worker=1, processes=True,

@@ -75,6 +75,9 @@ def read_problem(path: str) -> Problem:
               help="Address of a running Dask scheduler or Ray cluster (default: a local one).")
 @click.option("--eval-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds one evaluation may take; past it the candidate is scored as failed.")
+@click.option("--isolate/--no-isolate", default=None,
+              help="Run every evaluation in a worker process, so a crashing objective costs only its "
+                   "candidate (default: on when a plugin objective or --eval-timeout is used).")
 @click.option("--max-evaluations", type=click.IntRange(min=1), default=None,
               help="Stop after this many evaluations (checked after each generation).")
 @click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -90,7 +93,7 @@ def read_problem(path: str) -> Problem:
 def run(problem_file: str, generations: int, population: int, keep: int, seed: int,
         jobs: int | None, out_dir: str | None, fitness_specs: tuple[str, ...], weights: str | None,
         backend: str, scheduler_address: str | None, eval_timeout: float | None,
-        max_evaluations: int | None, max_seconds: float | None, targets: tuple[str, ...],
+        isolate: bool | None, max_evaluations: int | None, max_seconds: float | None, targets: tuple[str, ...],
         patience: int | None, resume_dir: str | None, as_json: bool) -> None:
     """Search for the best plan for PROBLEM_FILE and write it to a run folder.
 
@@ -104,7 +107,7 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
     options = SearchOptions(
         population=population, keep=keep, generations=generations, seed=seed, jobs=jobs,
         backend=backend, scheduler_address=scheduler_address, eval_timeout=eval_timeout,
-        max_evaluations=max_evaluations, max_seconds=max_seconds,
+        isolate=isolate, max_evaluations=max_evaluations, max_seconds=max_seconds,
         target=parse_targets(targets), patience=patience)
     fitnesses = resolve_all(fitness_specs or DEFAULT_OBJECTIVES)
     weight_list = parse_weights(weights, len(fitnesses))

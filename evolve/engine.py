@@ -227,6 +227,7 @@ class Search:
         rng = child_rng(self.options.seed, generation, index)
         ops = self.operators
         weights = np.arange(len(parents), 0, -1, dtype=float)
+        known = {p.hash for p in parents}
         for _ in range(self.options.max_attempts):
             first = parents[int(rng.choice(len(parents), p=weights / weights.sum()))]
             plan, used, names = first.plan, [first.id], []
@@ -241,7 +242,7 @@ class Search:
             if mutated is not None:
                 plan, names = mutated, [*names, mutate.__name__]
             digest = plan_hash(plan)
-            if names and digest not in self.cache and digest not in {plan_hash(p.plan) for p in parents}:
+            if names and digest not in self.cache and digest not in known:
                 return Offspring(plan, tuple(used), "+".join(names))
         return Offspring(plan, tuple(used), "+".join(names) or "copy")
 

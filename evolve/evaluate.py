@@ -142,17 +142,18 @@ class Evaluator:
 
     Work goes out as one chunk per worker. Built-in objectives are trusted: when a
     chunk is measured to be cheaper than ``min_parallel_seconds`` it is scored in
-    this process, since shipping it would cost more than it saves. Plugins and
-    runs with an ``eval_timeout`` always go to worker processes, so that a crash
-    costs one candidate and never the run. When a call to the pool fails (a
+    this process, since shipping it would cost more than it saves. With
+    ``isolate`` (the default when a plugin objective or an ``eval_timeout`` is
+    set) every evaluation goes to a worker process, so that even a crash costs
+    one candidate and never the run. When a call to the pool fails (a
     worker died, or a hang could only be ended by killing it), each plan of it
     is retried alone, which names the culprit and scores everyone else.
     """
 
     def __init__(self, problem: Problem, fitnesses: Sequence[Fitness], *, jobs: int | None = None,
                  backend: str = "loky", scheduler_address: str | None = None,
-                 eval_timeout: float | None = None, min_parallel_seconds: float = 0.02,
-                 kill_grace: float = 5.0) -> None:
+                 eval_timeout: float | None = None, isolate: bool | None = None,
+                 min_parallel_seconds: float = 0.02, kill_grace: float = 5.0) -> None:
         if eval_timeout is not None and backend == "threading":
             raise BackendError("--eval-timeout needs a process backend (loky, dask or ray): "
                                "a thread cannot be stopped")
@@ -164,7 +165,9 @@ class Evaluator:
         self.eval_timeout = eval_timeout
         self.min_parallel_seconds = min_parallel_seconds
         self.kill_grace = kill_grace
-        self.trusted = all(f.source == "builtin" for f in self.fitnesses) and eval_timeout is None
+        if isolate is None:
+            isolate = eval_timeout is not None or any(f.source != "builtin" for f in self.fitnesses)
+        self.trusted = not isolate
         self.seconds_per_plan: float | None = None
         self.evaluations = 0
         self.worker_failures = 0
@@ -173,8 +176,15 @@ class Evaluator:
         self.stack = ExitStack()
 
     def __enter__(self) -> Evaluator:
-        if self.jobs == 1 and self.trusted and self.backend in ("loky", "threading"):
-            return self
+        if self.backend in ("dask", "ray"):
+            self.open_pool()  # a cluster was asked for: fail now if it cannot be reached
+        return self
+
+    def open_pool(self) -> Parallel:
+        """Start the workers on first need: a run whose batches all stay in-process never pays
+        for a pool."""
+        if self.parallel is not None:
+            return self.parallel
         try:
             extra = self.stack.enter_context(backend_session(self.backend, self.jobs, self.scheduler_address))
             if self.backend == "loky":
@@ -189,7 +199,7 @@ class Evaluator:
         except BaseException:
             self.stack.close()
             raise
-        return self
+        return self.parallel
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
@@ -201,7 +211,7 @@ class Evaluator:
         if not plans:
             return []
         began = time.perf_counter()
-        if self.parallel is not None and not self.in_process(len(plans)):
+        if not self.in_process(len(plans)):
             chunks = split(list(plans), self.jobs)
             out = [ev for chunk in self.run_chunks(chunks) for ev in chunk]
             per_plan = (time.perf_counter() - began) * self.jobs / len(plans)
@@ -215,6 +225,8 @@ class Evaluator:
 
     def in_process(self, count: int) -> bool:
         """Whether scoring here is both safe (trusted objectives) and cheaper than shipping."""
+        if self.jobs == 1 and self.backend in ("loky", "threading"):
+            return self.trusted
         if not self.trusted:
             return False
         if count < 2 or self.seconds_per_plan is None:
@@ -222,11 +234,11 @@ class Evaluator:
         return self.seconds_per_plan * count < self.min_parallel_seconds
 
     def run_chunks(self, chunks: list[list[Plan]]) -> list[list[Evaluation]]:
-        assert self.parallel is not None
+        parallel = self.open_pool()
         longest = max(len(c) for c in chunks)
-        self.parallel.timeout = self.hard_timeout(longest)
+        parallel.timeout = self.hard_timeout(longest)
         try:
-            return list(self.parallel(
+            return list(parallel(
                 delayed(evaluate_chunk)(self.shipped, chunk, self.eval_timeout) for chunk in chunks))
         except Exception:
             self.worker_failures += 1
@@ -234,11 +246,11 @@ class Evaluator:
 
     def run_alone(self, plan: Plan) -> Evaluation:
         """Score one plan in a worker of its own call; a failure of the call is this plan's."""
-        assert self.parallel is not None
-        self.parallel.timeout = self.hard_timeout(1)
+        parallel = self.open_pool()
+        parallel.timeout = self.hard_timeout(1)
         try:
             calls = [delayed(evaluate_chunk)(self.shipped, [plan], self.eval_timeout)]
-            evaluation: Evaluation = next(iter(self.parallel(calls)))[0]
+            evaluation: Evaluation = next(iter(parallel(calls)))[0]
             return evaluation
         except Exception as exc:
             kind = type(exc).__name__

@@ -147,7 +147,8 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
     resources = {
         name: r.number(cap, f"resources.{name}", minimum=0.0) for name, cap in resources_doc.items()
     }
-    policy_doc: dict[str, Any] = r.optional(doc, "policy", "", lambda v, p: r.mapping(v, p, ("write_requires_approval",)), {})
+    policy_doc: dict[str, Any] = r.optional(
+        doc, "policy", "", lambda v, p: r.mapping(v, p, ("write_requires_approval",)), {})
     policy = Policy(
         write_requires_approval=r.optional(policy_doc, "write_requires_approval", "policy", r.boolean, False)
     )

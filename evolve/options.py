@@ -21,6 +21,7 @@ class SearchOptions:
     backend: str = "loky"
     scheduler_address: str | None = None
     eval_timeout: float | None = None
+    isolate: bool | None = None
     max_attempts: int = 10
     max_evaluations: int | None = None
     max_seconds: float | None = None

@@ -101,7 +101,7 @@ def run_search(
     with events_path.open("a" if restored else "w", encoding="utf-8") as events, \
             Evaluator(problem, fitnesses, jobs=options.jobs, backend=options.backend,
                       scheduler_address=options.scheduler_address,
-                      eval_timeout=options.eval_timeout) as evaluator:
+                      eval_timeout=options.eval_timeout, isolate=options.isolate) as evaluator:
 
         def save_checkpoint(search: Search) -> None:
             events.flush()

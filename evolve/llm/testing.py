@@ -62,7 +62,8 @@ class ScriptedServer:
         return f"http://{host!s}:{port}/v1"
 
     def start(self) -> ScriptedServer:
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="scripted-llm",
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,),
+                                       name="scripted-llm",
                                        daemon=True)
         self.thread.start()
         return self

@@ -415,16 +415,23 @@ def serial_sgs_python(inst: RcpspInstance, activity_list: list[int] | IntArray) 
         t = max((starts[p] + durations[p] for p in preds[j]), default=0)
         d = durations[j]
         need = demands[j]
+        nres = len(need)
         tau = t
         while tau < t + d:
-            if all(need[r] <= avail[tau][r] for r in range(len(capacities))):
+            row = avail[tau]
+            fits = True
+            for r in range(nres):
+                if need[r] > row[r]:
+                    fits = False
+                    break
+            if fits:
                 tau += 1
             else:
                 t = tau + 1
                 tau = t
         for tau in range(t, t + d):
             row = avail[tau]
-            for r in range(len(capacities)):
+            for r in range(nres):
                 row[r] -= need[r]
         starts[j] = t
     return starts

@@ -50,9 +50,12 @@ class GaParams:
     mutation_moves: int = 2
     restart_after: int = 8  #: generations without improvement before a partial restart
     keep_on_restart: float = 0.25  #: fraction of the population kept at a restart
-    rbrs_alpha: float = 1.0  #: regret exponent of the biased sampling
+    rbrs_alpha: float = 2.0  #: regret exponent of the biased sampling
     child_pass: int = 2  #: first pass for children, see ``_evaluate``
     pop_per_schedules: float = 30.0  #: population = budget / this, within 10..100
+    peak_rate: float = 0.5  #: share of children made by peak crossover (bpga)
+    peak_min: float = 0.1  #: peak window length range, as fractions of the makespan
+    peak_max: float = 0.5
     algorithm: str = "bpga"  #: "bpga" (bi-population) or "ga" (GA with FBI on every child)
 
 
@@ -211,6 +214,89 @@ def _crossover(rng, mom, dad, out):  # type: ignore[no-untyped-def]
             out[k] = a
             taken[a] = True
             k += 1
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _keys_to_list(I, key, out):  # type: ignore[no-untyped-def]
+    """Precedence-feasible list from priority keys: repeatedly take the
+    eligible activity with the smallest key (ties: smallest index)."""
+    dur, dem, cap, pred_ptr, pred_idx, succ_ptr, succ_idx = I
+    n = dur.shape[0]
+    left = np.empty(n, dtype=np.int64)
+    elig = np.empty(n, dtype=np.int64)
+    ne = 0
+    for j in range(n):
+        left[j] = pred_ptr[j + 1] - pred_ptr[j]
+        if left[j] == 0:
+            elig[ne] = j
+            ne += 1
+    for k in range(n):
+        b = 0
+        for e in range(1, ne):
+            a = elig[e]
+            if key[a] < key[elig[b]] or (key[a] == key[elig[b]] and a < elig[b]):
+                b = e
+        j = elig[b]
+        elig[b] = elig[ne - 1]
+        ne -= 1
+        out[k] = j
+        for q in range(succ_ptr[j], succ_ptr[j + 1]):
+            v = succ_idx[q]
+            left[v] -= 1
+            if left[v] == 0:
+                elig[ne] = v
+                ne += 1
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _peak_crossover(rng, I, f_s, f_ms, m_s, m_ms, min_frac, max_frac, out):  # type: ignore[no-untyped-def]
+    """Peak crossover (after Valls et al. 2008 and Debels & Vanhoucke 2007).
+
+    Parents are schedules of the other world; keys are their mirrored start
+    times, i.e. start times in the world of ``I`` where the child is decoded.
+    The child inherits the father's order for the activities inside the time
+    window of highest resource utilisation (the part of a schedule that is
+    hardest to get right and that the father did well), and the mother's
+    order for the rest, placed before or after the window as in the mother.
+    """
+    dur, dem, cap, pred_ptr, pred_idx, succ_ptr, succ_idx = I
+    n = dur.shape[0]
+    nres = cap.shape[0]
+    util = np.zeros(f_ms + 1, dtype=np.float64)
+    for j in range(n):
+        a = f_ms - f_s[j] - dur[j]
+        w = 0.0
+        for r in range(nres):
+            w += dem[j, r] / cap[r]
+        for t in range(a, a + dur[j]):
+            util[t] += w
+    lo = max(1, int(min_frac * f_ms))
+    hi = max(lo, int(max_frac * f_ms))
+    L = rng.integers(lo, hi + 1)
+    if L > f_ms:
+        L = f_ms
+    acc = 0.0
+    for t in range(L):
+        acc += util[t]
+    best = acc
+    t1 = 0
+    for t in range(L, f_ms):
+        acc += util[t] - util[t - L]
+        if acc > best:
+            best = acc
+            t1 = t - L + 1
+    key = np.empty(n, dtype=np.float64)
+    big = 4.0 * (f_ms + m_ms + 1)
+    for j in range(n):
+        fm = f_ms - f_s[j] - dur[j]
+        mm = m_ms - m_s[j] - dur[j]
+        if t1 <= fm < t1 + L:
+            key[j] = fm
+        elif mm < t1:
+            key[j] = mm - big
+        else:
+            key[j] = mm + big
+    _keys_to_list(I, key, out)
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -415,7 +501,7 @@ def _bp_init(rng, I0, I1, prio, alpha, avail, budget, pop_l, pop_s, pop_ms, firs
 
 
 @njit(cache=True)  # type: ignore[misc]
-def _bp_generation(rng, I_tgt, avail, budget, src_l, src_ms, tgt_l, tgt_s, tgt_ms, weights, mut_rate, mut_moves):  # type: ignore[no-untyped-def]
+def _bp_generation(rng, I_tgt, avail, budget, src_l, src_s, src_ms, tgt_l, tgt_s, tgt_ms, weights, mut_rate, mut_moves, peak_rate, peak_min, peak_max):  # type: ignore[no-untyped-def]
     """Children of the source population, decoded in the target world (one
     schedule each), compete with the target population."""
     npop, n = src_l.shape
@@ -432,7 +518,11 @@ def _bp_generation(rng, I_tgt, avail, budget, src_l, src_ms, tgt_l, tgt_s, tgt_m
     for c in range(nch):
         m = _select(rng, src_ms, nsrc)
         d = _select(rng, src_ms, nsrc)
-        _crossover(rng, src_l[m], src_l[d], child)
+        if rng.random() < peak_rate:
+            _peak_crossover(rng, I_tgt, src_s[m], src_ms[m], src_s[d], src_ms[d],
+                            peak_min, peak_max, child)
+        else:
+            _crossover(rng, src_l[m], src_l[d], child)
         for _ in range(mut_moves):
             if rng.random() < mut_rate:
                 _shift_mutation(rng, I_tgt, child)
@@ -586,8 +676,10 @@ def _solve_bpga(inst, I, prio, avail, npop, weights, rng, budget, deadline, lb, 
             stale = 0
         else:
             used += int(_bp_generation(rng, I if tgt == 0 else I1, avail, budget - used,
-                                       pop_l[src], pop_ms[src], pop_l[tgt], pop_s[tgt], pop_ms[tgt],
-                                       weights, p.mutation_rate, p.mutation_moves))
+                                       pop_l[src], pop_s[src], pop_ms[src],
+                                       pop_l[tgt], pop_s[tgt], pop_ms[tgt],
+                                       weights, p.mutation_rate, p.mutation_moves,
+                                       p.peak_rate, p.peak_min, p.peak_max))
             src = tgt
         ms, w, b = best()
         if ms < best_ms:

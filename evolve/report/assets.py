@@ -16,24 +16,28 @@ CSS = """
 :root { --ink:#1f2430; --muted:#6b7280; --line:#e5e7eb; --band:#f8fafc; --accent:#2f6fde;
   --accent-soft:#dbe7fb; --crit:#e8590c; --crit-soft:#fff0e6; --ok:#2b8a3e; --bad:#c92a2a; }
 * { box-sizing: border-box; }
-body { margin:0; font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;
+body { margin:0;
+  font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;
   color:var(--ink); background:#f3f4f6; }
 main { max-width:1240px; margin:0 auto; padding:22px 26px 40px; }
 header h1 { margin:0 0 2px; font-size:24px; letter-spacing:-.01em; }
 header .objective { color:var(--muted); margin:0 0 14px; }
 .cards { display:flex; flex-wrap:wrap; gap:10px; margin:0 0 10px; }
-.card { background:#fff; border:1px solid var(--line); border-radius:10px; padding:9px 14px; min-width:118px; }
+.card { background:#fff; border:1px solid var(--line); border-radius:10px; padding:9px 14px;
+  min-width:118px; }
 .card .k { font-size:11px; text-transform:uppercase; letter-spacing:.06em; color:var(--muted); }
 .card .v { font-size:21px; font-weight:650; }
 .card .v.ok { color:var(--ok); } .card .v.bad { color:var(--bad); }
 .path { margin:4px 0 0; color:var(--muted); }
 .path b { color:var(--crit); font-weight:600; }
 .gain { margin:2px 0 0; } .gain b { color:var(--ok); }
-section { background:#fff; border:1px solid var(--line); border-radius:12px; padding:16px 18px; margin:16px 0; }
+section { background:#fff; border:1px solid var(--line); border-radius:12px; padding:16px 18px;
+  margin:16px 0; }
 section h2 { margin:0 0 4px; font-size:17px; }
 section p.lead { margin:0 0 12px; color:var(--muted); }
 .legend { display:inline-flex; gap:14px; font-size:12px; color:var(--muted); margin-left:8px; }
-.swatch { display:inline-block; width:12px; height:10px; border-radius:2px; vertical-align:-1px; margin-right:4px; }
+.swatch { display:inline-block; width:12px; height:10px; border-radius:2px; vertical-align:-1px;
+  margin-right:4px; }
 .swatch.crit { background:var(--crit); } .swatch.norm { background:var(--accent); }
 .swatch.slack { background:#cbd5e1; height:4px; vertical-align:2px; }
 .swatch.best { background:var(--accent); height:3px; vertical-align:3px; }
@@ -47,7 +51,7 @@ svg text { fill:var(--ink); }
 .node.critical rect { fill:var(--crit-soft); stroke:var(--crit); stroke-width:2.2; }
 .node-id { font-weight:700; font-size:13px; }
 .node-time { fill:var(--muted); font-size:11px; font-weight:400; }
-.node-tool { font-size:11.5px; fill:#374151; }
+.node-tool { font-size:11px; fill:#374151; }
 .edge { fill:none; stroke:#9aa5b8; stroke-width:1.3; }
 .edge.critical { stroke:var(--crit); stroke-width:2.6; }
 .arrowhead { fill:#9aa5b8; } .arrowhead.critical { fill:var(--crit); }
@@ -81,7 +85,8 @@ th.sortable { cursor:pointer; user-select:none; } th.sortable:hover { color:var(
 td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
 tr.best td { background:#eef4ff; font-weight:600; }
 .yes { color:var(--ok); } .no { color:var(--bad); }
-.op { display:inline-block; padding:0 7px; border-radius:9px; background:#eef2f7; font-size:12px; white-space:nowrap; }
+.op { display:inline-block; padding:0 7px; border-radius:9px; background:#eef2f7; font-size:12px;
+  white-space:nowrap; }
 .op.llm { background:#f3e8ff; color:#6b21a8; }
 code, .patch { font:12px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; }
 .patch { margin:0; white-space:pre-wrap; word-break:break-word; }

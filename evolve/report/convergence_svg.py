@@ -47,12 +47,14 @@ def panel(generations: Sequence[GenerationRecord], name: str, direction: str | N
     for t in xticks:
         parts.append(f'<text class="tick" x="{coord(x(t))}" y="{H - BOTTOM + 16}" '
                      f'text-anchor="middle">{num(t)}</text>')
-    parts.append(f'<text class="axis-label" x="{W - RIGHT}" y="{H - 2}" text-anchor="end">generation</text>')
+    parts.append(f'<text class="axis-label" x="{W - RIGHT}" y="{H - 2}" '
+                 'text-anchor="end">generation</text>')
     if gens:
         parts.append(polyline("median-line", [(x(g.generation), y(v)) for g, v in zip(gens, median)]))
         parts.append(polyline("best-line", [(x(g.generation), y(v)) for g, v in zip(gens, best)]))
     for g, b, m in zip(gens, best, median):
-        parts.append(f'<circle class="conv-point" data-generation="{g.generation}" cx="{coord(x(g.generation))}" '
+        parts.append(f'<circle class="conv-point" data-generation="{g.generation}" '
+                     f'cx="{coord(x(g.generation))}" '
                      f'cy="{coord(y(b))}" r="2.6"><title>generation {g.generation}: best {num(b)}, '
                      f'median {num(m)} ({g.evaluations} evaluations so far)</title></circle>')
     parts.append("</svg>")

@@ -14,7 +14,7 @@ from evolve.report.svg import coord, esc, nice_ticks, num
 from evolve.report.timeline import Timeline, Usage
 
 LABEL_W = 210.0
-PLOT_W = 760.0
+PLOT_W = 860.0
 RIGHT = 70.0
 ROW_H = 24.0
 BAR_H = 15.0
@@ -69,10 +69,12 @@ def gantt_svg(timeline: Timeline) -> str:
         parts.append(f'<text class="{lcls}" x="{coord(lx)}" y="{coord(mid + 4)}" '
                      f'text-anchor="{anchor}">{label}</text></g>')
     end = x(timeline.makespan)
+    label = f"makespan {num(timeline.makespan)}"
+    fits = end + 4 + 7 * len(label) <= width  # else written to the left of the line
     parts.append(f'<line class="makespan" x1="{coord(end)}" x2="{coord(end)}" y1="{AXIS_H - 4}" '
                  f'y2="{coord(AXIS_H + rows_h)}"/>'
-                 f'<text class="makespan-label" x="{coord(end + 4)}" y="{AXIS_H + 12}">'
-                 f"makespan {num(timeline.makespan)}</text>")
+                 f'<text class="makespan-label" x="{coord(end + 4 if fits else end - 4)}" '
+                 f'y="{AXIS_H + 12}" text-anchor="{"start" if fits else "end"}">{label}</text>')
     for k, usage in enumerate(timeline.usage):
         top = usage_top + k * (USAGE_H + USAGE_GAP)
         parts.append(usage_strip(usage, top, x, timeline.makespan))

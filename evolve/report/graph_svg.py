@@ -9,12 +9,13 @@ plans of this size without a layout library.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import pairwise
 
 from evolve.report.svg import coord, esc, num
 from evolve.report.timeline import Bar, Timeline
 
-NODE_W, NODE_H = 160.0, 46.0
-GAP_X, GAP_Y = 30.0, 14.0
+NODE_W, NODE_H = 166.0, 46.0
+GAP_X, GAP_Y = 28.0, 14.0
 PAD = 12.0
 
 
@@ -54,16 +55,11 @@ def graph_svg(timeline: Timeline) -> str:
             place[tid] = (PAD + i * (NODE_W + GAP_X), offset + j * (NODE_H + GAP_Y))
     bars = {bar.id: bar for bar in timeline.bars}
     chain = timeline.critical_path
-    critical_edges = set(zip(chain, chain[1:]))
+    critical_edges = set(pairwise(chain))
     parts = [
         f'<svg class="chart graph" viewBox="0 0 {coord(width)} {coord(height)}" '
         f'width="{coord(width)}" role="img" aria-label="Task graph of the best plan">',
-        '<defs>'
-        '<marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
-        'orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" class="arrowhead"/></marker>'
-        '<marker id="arrow-critical" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
-        'markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" '
-        'class="arrowhead critical"/></marker></defs>',
+        '<defs>' + marker('arrow', 'arrowhead') + marker('arrow-critical', 'arrowhead critical') + '</defs>',
     ]
     edges = [(dep, bar.id) for bar in timeline.bars for dep in bar.deps if dep in place]
     edges.sort(key=lambda e: e in critical_edges)  # critical edges drawn last, on top
@@ -73,6 +69,13 @@ def graph_svg(timeline: Timeline) -> str:
         parts.append(node(bars[tid], x, y))
     parts.append("</svg>")
     return "".join(parts)
+
+
+def marker(name: str, cls: str) -> str:
+    """An arrowhead of fixed size (``userSpaceOnUse``), so thick critical edges keep small heads."""
+    return (f'<marker id="{name}" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" '
+            f'markerWidth="9" markerHeight="9" orient="auto-start-reverse">'
+            f'<path d="M0,0L10,5L0,10z" class="{cls}"/></marker>')
 
 
 def edge_path(source: tuple[float, float], target: tuple[float, float], critical: bool) -> str:

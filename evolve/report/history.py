@@ -143,7 +143,8 @@ def short(value: Any) -> str:
     return str(value)
 
 
-def changed_values(record: CandidateRecord, parent: CandidateRecord | None) -> dict[str, tuple[float | None, float]]:
+def changed_values(record: CandidateRecord, parent: CandidateRecord | None
+                   ) -> dict[str, tuple[float | None, float]]:
     """The objective values that differ from the first parent's, as ``(before, after)``."""
     if parent is None:
         return {k: (None, v) for k, v in record.values.items()}

@@ -7,7 +7,6 @@ hover highlighting, table sorting and the self-check a browser test reads.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -121,7 +120,8 @@ def plan_section(timeline: Timeline, run: Run) -> str:
               "drawn from the stored schedule (no problem.json: resource usage is not known)")
     note = ""
     if timeline.unscheduled:
-        note = f'<p class="no">not schedulable (on or behind a cycle): {esc(", ".join(timeline.unscheduled))}</p>'
+        stuck = esc(", ".join(timeline.unscheduled))
+        note = f'<p class="no">not schedulable (on or behind a cycle): {stuck}</p>'
     return (
         '<section id="plan"><h2>Best plan</h2>'
         '<p class="lead">Tasks in columns by dependency level; the critical path, the chain '
@@ -158,9 +158,28 @@ def convergence_section(run: Run, directions: Mapping[str, str]) -> str:
 
 
 def operator_badge(record: CandidateRecord) -> str:
-    llm = record.operator.lower().startswith("llm") or any("llm" in k.lower() for k in record.meta) \
-        or "model" in record.meta
+    llm = record.operator.lower().startswith("llm")
     return f'<span class="op{" llm" if llm else ""}">{esc(record.operator)}</span>'
+
+
+def meta_lines(record: CandidateRecord) -> list[str]:
+    """Operator metadata in a line each: the LLM call behind a child, or why its patch was refused.
+
+    A refused LLM patch rides on the random child made in its place, so it is
+    shown as such rather than as the maker of the child.
+    """
+    lines: list[str] = []
+    for key, value in record.meta.items():
+        if key == "llm" and isinstance(value, Mapping):
+            call = {k: v for k, v in value.items() if k not in ("reason", "detail")}
+            if value.get("accepted") is False:
+                lines.append(f"LLM patch refused ({value.get('rejected', '?')}); "
+                             f"made by {record.operator} instead")
+                call = {k: v for k, v in call.items() if k not in ("accepted", "rejected")}
+            lines.append(", ".join(f"{k} {short_meta(v)}" for k, v in call.items()))
+        elif key != "reason":
+            lines.append(f"{key}: {short_meta(value)}")
+    return [line for line in lines if line]
 
 
 def lineage_section(run: Run, directions: Mapping[str, str]) -> str:
@@ -171,12 +190,12 @@ def lineage_section(run: Run, directions: Mapping[str, str]) -> str:
         lines = describe_patch(record.patch)
         if not record.parents:
             change = f"built from scratch: {len(lines)} task{'s' if len(lines) != 1 else ''}"
-            change = f"<details><summary>{change}</summary><pre class=\"patch\">{esc(chr(10).join(lines))}</pre></details>"
+            listing = esc("\n".join(lines))
+            change = f'<details><summary>{change}</summary><pre class="patch">{listing}</pre></details>'
         else:
             change = f'<pre class="patch">{esc(chr(10).join(lines)) or "(no change)"}</pre>'
         reason = record.reason
-        extra = "".join(f"<div class=\"meta\">{esc(k)}: {esc(short_meta(v))}</div>"
-                        for k, v in record.meta.items() if k != "reason")
+        extra = "".join(f'<div class="meta">{esc(line)}</div>' for line in meta_lines(record))
         parents = ", ".join(record.parents) or "–"
         rows.append(
             f"<tr><td class=\"num\">{record.generation}</td><td><code>{esc(record.id)}</code></td>"
@@ -210,7 +229,7 @@ def effect(record: CandidateRecord, parent: CandidateRecord | None, directions: 
 
 
 def short_meta(value: Any) -> str:
-    text = value if isinstance(value, str) else html.unescape(repr(value))
+    text = " ".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, Mapping) else str(value)
     return text if len(text) <= 160 else text[:159] + "…"
 
 
@@ -218,8 +237,8 @@ def population_section(run: Run, directions: Mapping[str, str]) -> str:
     population = final_population(run)
     names = run.objectives
     best_id = run.best_id
-    heads = "".join(f'<th class="num">{esc(n)}{" ↓" if directions.get(n) == "min" else " ↑" if directions.get(n) == "max" else ""}</th>'
-                    for n in names)
+    arrows = {"min": " ↓", "max": " ↑"}
+    heads = "".join(f'<th class="num">{esc(n)}{arrows.get(directions.get(n, ""), "")}</th>' for n in names)
     rows = []
     for rank, record in enumerate(population.members, start=1):
         cells = "".join(f'<td class="num" data-sort="{record.values.get(n, "")}">'
@@ -249,11 +268,11 @@ def facts_section(run: Run) -> str:
     facts: list[tuple[str, Any]] = [("problem", run.summary.get("problem", "?"))]
     if run.problem_source:
         facts.append(("problem file", run.problem_source))
-    if isinstance(options, Mapping):
-        facts.extend((str(k), v) for k, v in options.items())
+    if isinstance(options, Mapping):  # unset options (None, {}) are noise at a glance
+        facts.extend((str(k), v) for k, v in options.items() if v is not None and v != {})
     facts.append(("ranking", run.summary.get("ranking", "?")))
     labels = {"seconds": "wall time (s)", "evaluations_per_second": "evaluations per second",
-              "cache_hits": "cache hits"}
+              "cache_hits": "cache hits", "generations": "generations run"}
     for key, value in flatten((k, v) for k, v in run.summary.items() if k not in KNOWN_SUMMARY):
         facts.append((labels.get(key, key.replace("_", " ")), value))
     calls = sum(1 for c in run.candidates.values() if c.meta)

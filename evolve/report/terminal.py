@@ -37,8 +37,8 @@ def text_gantt(timeline: Timeline, width: int = 100, color: bool = False) -> str
         if bar.slack:
             for c in range(end, min(col(bar.finish + bar.slack), chart_w)):
                 cells[c] = SLACK
-        if bar.duration <= 0 and begin < chart_w:
-            cells[begin] = "|"
+        if bar.duration <= 0:  # an instant: a tick, kept inside the frame at the very end
+            cells[min(begin, chart_w - 1)] = "|"
         row = "".join(cells)
         if color:
             row = row.replace(CRITICAL, click.style(CRITICAL, fg="red")).replace(

@@ -1,0 +1,113 @@
+"""Checkpoints: a run killed at any moment and resumed ends exactly like one never stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evolve.cli import cli
+
+REFUND = Path(__file__).resolve().parent.parent / "examples" / "refund.yaml"
+ARGS = ["--generations", "150", "--population", "16", "--keep", "6", "--seed", "11", "--jobs", "1"]
+
+
+def evolve_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-c", "from evolve.cli import main; main()", "run", str(REFUND), *args]
+
+
+def generations_done(folder: Path) -> int:
+    path = folder / "events.jsonl"
+    if not path.exists():
+        return 0
+    return path.read_text(errors="replace").count('"generation_end"')
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("whole")
+    subprocess.run(evolve_cmd(*ARGS, "--out", str(folder)), check=True, capture_output=True)
+    return folder
+
+
+@pytest.mark.parametrize("after", [3, 40])
+def test_sigkill_then_resume_is_identical(uninterrupted: Path, tmp_path: Path, after: int) -> None:
+    folder = tmp_path / "run"
+    proc = subprocess.Popen(evolve_cmd(*ARGS, "--out", str(folder)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while generations_done(folder) < after and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
+    assert not (folder / "best.json").exists()
+    subprocess.run(evolve_cmd(*ARGS, "--resume", str(folder)), check=True, capture_output=True)
+    assert (folder / "events.jsonl").read_bytes() == (uninterrupted / "events.jsonl").read_bytes()
+    assert (folder / "best.json").read_bytes() == (uninterrupted / "best.json").read_bytes()
+    assert json.loads((folder / "summary.json").read_text())["resumed"] is True
+
+
+def test_resume_refuses_another_runs_checkpoint(uninterrupted: Path) -> None:
+    result = CliRunner().invoke(cli, ["run", str(REFUND), *ARGS[:-2], "--seed", "12",
+                                      "--resume", str(uninterrupted)])
+    assert result.exit_code == 2
+    assert "checkpoint belongs to another run (different options)" in result.output
+
+
+def test_resume_refuses_a_corrupt_checkpoint(tmp_path: Path) -> None:
+    (tmp_path / "checkpoint.pkl").write_bytes(b"\x80\x04garbage")
+    result = CliRunner().invoke(cli, ["run", str(REFUND), "--resume", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "corrupt checkpoint" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_resume_without_a_checkpoint_is_an_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["run", str(REFUND), "--resume", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "no checkpoint to resume from" in result.output
+
+
+def test_ctrl_c_stops_cleanly_with_a_checkpoint(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    proc = subprocess.Popen(evolve_cmd(*ARGS, "--out", str(folder)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while generations_done(folder) < 5 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "--resume" in err and "Traceback" not in err
+    assert (folder / "checkpoint.pkl").exists()
+
+
+def test_budgets_stop_the_run(tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "a"
+    result = runner.invoke(cli, ["run", str(REFUND), "--generations", "500", "--patience", "3",
+                                 "--out", str(out), "--jobs", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["stop_reason"].startswith("patience")
+    out = tmp_path / "b"
+    result = runner.invoke(cli, ["run", str(REFUND), "--generations", "500", "--max-evaluations", "20",
+                                 "--out", str(out), "--jobs", "1", "--json"])
+    summary = json.loads(result.output)
+    assert summary["stop_reason"].startswith("max-evaluations") and summary["evaluations"] >= 20
+    out = tmp_path / "c"
+    result = runner.invoke(cli, ["run", str(REFUND), "--generations", "500", "--population", "12",
+                                 "--target", "makespan=3000", "--out", str(out), "--jobs", "1", "--json"])
+    summary = json.loads(result.output)
+    assert summary["stop_reason"].startswith("target")
+    assert summary["best"]["values"]["makespan"] <= 3000 and summary["best"]["feasible"]
+    result = runner.invoke(cli, ["run", str(REFUND), "--target", "speed=1"])
+    assert result.exit_code == 2 and "not among the objectives" in result.output
