@@ -93,8 +93,8 @@ def read_problem(path: str) -> Problem:
 def run(problem_file: str, generations: int, population: int, keep: int, seed: int,
         jobs: int | None, out_dir: str | None, fitness_specs: tuple[str, ...], weights: str | None,
         backend: str, scheduler_address: str | None, eval_timeout: float | None,
-        isolate: bool | None, max_evaluations: int | None, max_seconds: float | None, targets: tuple[str, ...],
-        patience: int | None, resume_dir: str | None, as_json: bool) -> None:
+        isolate: bool | None, max_evaluations: int | None, max_seconds: float | None,
+        targets: tuple[str, ...], patience: int | None, resume_dir: str | None, as_json: bool) -> None:
     """Search for the best plan for PROBLEM_FILE and write it to a run folder.
 
     A run writes a checkpoint after every generation; one that was stopped
