@@ -22,6 +22,8 @@ from evolve.load import load_plan, load_problem
 from evolve.options import DEFAULTS, SearchOptions
 from evolve.plan import Plan
 from evolve.problem import Problem
+from evolve.report import write_report
+from evolve.report.cli import COMMANDS as REPORT_COMMANDS
 from evolve.runner import new_run_dir, run_search
 from evolve.schedule import Schedule, schedule
 from evolve.validate import validate
@@ -88,13 +90,15 @@ def read_problem(path: str) -> Problem:
               help="Stop after this many generations without improvement.")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="Continue the run in this folder from its last checkpoint.")
+@click.option("--no-report", is_flag=True, help="Do not write report.html at the end of the run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @friendly
 def run(problem_file: str, generations: int, population: int, keep: int, seed: int,
         jobs: int | None, out_dir: str | None, fitness_specs: tuple[str, ...], weights: str | None,
         backend: str, scheduler_address: str | None, eval_timeout: float | None,
         isolate: bool | None, max_evaluations: int | None, max_seconds: float | None,
-        targets: tuple[str, ...], patience: int | None, resume_dir: str | None, as_json: bool) -> None:
+        targets: tuple[str, ...], patience: int | None, resume_dir: str | None, no_report: bool,
+        as_json: bool) -> None:
     """Search for the best plan for PROBLEM_FILE and write it to a run folder.
 
     A run writes a checkpoint after every generation; one that was stopped
@@ -129,6 +133,12 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
         click.echo("\ninterrupted: the last completed generation is checkpointed; continue with "
                    f"the same command and --resume {folder}", err=True)
         sys.exit(130)
+    written = ["best.json", "summary.json", "events.jsonl"]
+    if not no_report:
+        try:
+            written.append(write_report(outcome.out_dir, problem=problem).name)
+        except EvolveError as exc:
+            click.echo(f"warning: the run is complete but its report failed: {exc}", err=True)
     if as_json:
         click.echo(json.dumps({**outcome.summary, "out": str(outcome.out_dir)}, indent=2))
         return
@@ -140,7 +150,7 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
     for error in best.evaluation.errors:
         click.echo(f"  error: {error}")
     click.echo(schedule_table(best.plan, sched, problem))
-    click.echo(f"\nwritten to {outcome.out_dir}/ (best.json, summary.json, events.jsonl)")
+    click.echo(f"\nwritten to {outcome.out_dir}/ ({', '.join(written)})")
 
 
 def parse_targets(items: tuple[str, ...]) -> dict[str, float]:
@@ -243,6 +253,10 @@ def fitness_list(as_json: bool) -> None:
         return
     for f in found.values():
         click.echo(f"{f.name:<20} {f.direction:<4} {f.source:<30} {f.spec.description}")
+
+
+for command in REPORT_COMMANDS:
+    cli.add_command(command)
 
 
 def main() -> None:

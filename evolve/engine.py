@@ -287,7 +287,8 @@ class Search:
         ok = [c for c in population if c.evaluation.failed is None]
         stats: dict[str, Any] = {"event": "generation_end", "generation": generation,
                                  "best": population[0].id, "evaluations": self.evaluations,
-                                 "best_values": population[0].evaluation.values}
+                                 "best_values": population[0].evaluation.values,
+                                 "population": [c.id for c in population[: self.options.population]]}
         for name, direction in zip(self.ranking.objectives, self.ranking.directions):
             values = [c.evaluation.values[name] for c in ok]
             if values:
