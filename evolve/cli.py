@@ -29,7 +29,7 @@ from evolve.schedule import Schedule, schedule
 from evolve.validate import validate
 from fitness.base import FitnessError
 from fitness.builtin import DEFAULT_OBJECTIVES
-from fitness.registry import available, resolve_all
+from fitness.registry import resolve_all, survey
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -67,7 +67,8 @@ def read_problem(path: str) -> Problem:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Run folder (default: a new folder under runs/).")
 @click.option("--fitness", "fitness_specs", multiple=True,
-              help="Objective by name or package.module:function; repeat, in priority order. "
+              help="Objective by name (see `evolve fitness list`) or package.module:function; "
+                   "repeat, in priority order. "
                    f"Default: {', '.join(DEFAULT_OBJECTIVES)}.")
 @click.option("--weights", default=None,
               help="Comma-separated weights, one per --fitness: rank by a weighted sum instead.")
@@ -244,15 +245,25 @@ def fitness_group() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @friendly
 def fitness_list(as_json: bool) -> None:
-    """List every fitness function: built-ins and installed plugins."""
-    found = available()
+    """List every fitness function: built-ins and installed plugins, with where each comes from.
+
+    Plugins that fail to load are listed on stderr, and the exit status is then 1.
+    """
+    result = survey()
+    found = result.found
     if as_json:
         click.echo(json.dumps([{
             "name": f.name, "direction": f.direction, "low": f.spec.low, "high": f.spec.high,
             "source": f.source, "description": f.spec.description} for f in found.values()], indent=2))
-        return
-    for f in found.values():
-        click.echo(f"{f.name:<20} {f.direction:<4} {f.source:<30} {f.spec.description}")
+    else:
+        name_width = max((len(n) for n in found), default=4) + 2
+        source_width = max((len(f.source) for f in found.values()), default=6) + 2
+        for f in found.values():
+            click.echo(f"{f.name:<{name_width}}{f.direction:<5}{f.source:<{source_width}}{f.spec.description}")
+    for problem in result.problems:
+        click.echo(f"error: {problem}", err=True)
+    if result.problems:
+        sys.exit(1)
 
 
 for command in REPORT_COMMANDS:

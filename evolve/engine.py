@@ -213,11 +213,11 @@ class Search:
             plans.append(Offspring(self.problem.template, (), "template"))
             seen.add(plan_hash(self.problem.template))
         attempts = 0
-        while len(plans) < self.options.population and attempts < 20 * self.options.population:
+        while len(plans) < self.options.population:
             plan = construct(self.problem, child_rng(self.options.seed, 0, attempts))
             attempts += 1
             digest = plan_hash(plan)
-            if digest not in seen or attempts >= 10 * self.options.population:
+            if digest not in seen or attempts > 2 * self.options.population:
                 seen.add(digest)
                 plans.append(Offspring(plan, (), "construct"))
         return plans

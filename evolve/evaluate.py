@@ -169,6 +169,7 @@ class Evaluator:
             isolate = eval_timeout is not None or any(f.source != "builtin" for f in self.fitnesses)
         self.trusted = not isolate
         self.seconds_per_plan: float | None = None
+        self.pool_overhead: float | None = None
         self.evaluations = 0
         self.worker_failures = 0
         self.parallel: Parallel | None = None
@@ -211,27 +212,36 @@ class Evaluator:
         if not plans:
             return []
         began = time.perf_counter()
-        if not self.in_process(len(plans)):
+        count = len(plans)
+        if not self.in_process(count):
             chunks = split(list(plans), self.jobs)
             out = [ev for chunk in self.run_chunks(chunks) for ev in chunk]
-            per_plan = (time.perf_counter() - began) * self.jobs / len(plans)
+            if self.seconds_per_plan is not None:
+                spent = time.perf_counter() - began - count * self.seconds_per_plan / len(chunks)
+                self.pool_overhead = average(self.pool_overhead, max(spent, 0.0))
         else:
-            out = evaluate_chunk(self.shipped if isinstance(self.shipped, Payload)
-                                 else Payload(self.problem, self.fitnesses), plans, self.eval_timeout)
-            per_plan = (time.perf_counter() - began) / len(plans)
-        self.seconds_per_plan = per_plan
-        self.evaluations += len(plans)
+            out = evaluate_chunk(Payload(self.problem, self.fitnesses), plans, self.eval_timeout)
+            self.seconds_per_plan = average(self.seconds_per_plan, (time.perf_counter() - began) / count)
+        self.evaluations += count
         return out
 
     def in_process(self, count: int) -> bool:
-        """Whether scoring here is both safe (trusted objectives) and cheaper than shipping."""
+        """Whether scoring here is both safe (trusted objectives) and cheaper than shipping.
+
+        The choice compares measured costs: ``count`` plans here, against the pool's
+        measured per-call overhead plus the same work shared by the workers. The
+        pool is first tried once the work exceeds ``min_parallel_seconds``.
+        """
         if self.jobs == 1 and self.backend in ("loky", "threading"):
             return self.trusted
         if not self.trusted:
             return False
         if count < 2 or self.seconds_per_plan is None:
             return True  # a first, in-process measurement decides the next calls
-        return self.seconds_per_plan * count < self.min_parallel_seconds
+        here = count * self.seconds_per_plan
+        if self.pool_overhead is None:
+            return here < self.min_parallel_seconds
+        return here <= self.pool_overhead + here / min(self.jobs, count)
 
     def run_chunks(self, chunks: list[list[Plan]]) -> list[list[Evaluation]]:
         parallel = self.open_pool()
@@ -265,6 +275,11 @@ class Evaluator:
         if self.eval_timeout is None:
             return None
         return self.eval_timeout * plans + self.kill_grace
+
+
+def average(previous: float | None, value: float, weight: float = 0.3) -> float:
+    """An exponential moving average, so one noisy measurement does not flip the choice."""
+    return value if previous is None else (1 - weight) * previous + weight * value
 
 
 def resolve_jobs(jobs: int | None) -> int:

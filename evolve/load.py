@@ -117,8 +117,9 @@ def read_document(path: str | Path) -> Any:
         raise InputError(source, "", f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise InputError(source, "", f"invalid YAML{where}: {exc}") from None
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(source, "", f"invalid YAML{where}: {problem}") from None
 
 
 def load_problem(path: str | Path) -> Problem:
@@ -189,7 +190,7 @@ def read_tool(r: Reader, name: str, spec: object) -> Tool:
     def risk(value: object, p: str) -> Risk:
         if value not in RISKS:
             raise r.fail(p, f"expected one of {', '.join(RISKS)}, got {describe(value)}")
-        return value  # type: ignore[return-value]
+        return cast(Risk, value)
 
     uses_doc: dict[str, Any] = r.optional(doc, "uses", path, lambda v, p: r.mapping(v, p, None), {})
     return Tool(

@@ -77,20 +77,19 @@ def remove_task(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan 
 def without(problem: Problem, plan: Plan, removed: set[str], rng: np.random.Generator) -> Plan:
     """``plan`` minus ``removed``; readers of removed outputs are rebound where possible."""
     kept = Plan(tasks=tuple(t for t in plan.tasks if t.id not in removed), priority=plan.priority)
-    tasks = list(kept.tasks)
-    for i, task in enumerate(tasks):
+    builder = Builder(problem, kept, rng)
+    for task in kept.tasks:
         if not any(d in removed for d in task.deps):
             continue
-        below = {task.id} | descendants(kept, task.id)
-        builder = Builder(problem, Plan(tasks=tuple(tasks)), rng, excluded=below)
+        builder.excluded = {task.id} | descendants(builder.plan(), task.id)
         inputs = dict(task.inputs)
         for key, value in task.inputs.items():
             ref = parse_ref(value)
             if ref is not None and ref.task in removed:
-                inputs[key] = builder.existing(ref.fact) or value
+                inputs[key] = builder.provide(ref.fact) or value
         new = replace(task, inputs=inputs, deps=tuple(d for d in task.deps if d not in removed))
-        tasks[i] = with_data_deps(new, new)
-    return kept.with_tasks(tasks)
+        builder.tasks[builder.tasks.index(task)] = with_data_deps(new, new)
+    return builder.plan()
 
 
 def swap_tool(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
@@ -179,9 +178,11 @@ def remove_dep(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan |
     """Drop one dependency that carries no data (it only serialises the plan)."""
     fixed = {(t.id, d) for t in (problem.template.tasks if isinstance(problem.template, Plan) else ())
              for d in t.deps}
+    tasks = plan.by_id()
     options = [
         (i, d) for i, t in enumerate(plan.tasks)
-        for d in t.deps if d not in data_sources(t) and (t.id, d) not in fixed
+        for d in t.deps
+        if d not in data_sources(t) and (t.id, d) not in fixed and not approval_link(problem, t, tasks.get(d))
     ]
     if not options:
         return None
@@ -189,6 +190,14 @@ def remove_dep(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan |
     tasks = list(plan.tasks)
     tasks[i] = replace(tasks[i], deps=tuple(d for d in tasks[i].deps if d != dep))
     return plan.with_tasks(tasks)
+
+
+def approval_link(problem: Problem, task: Task, dep: Task | None) -> bool:
+    """Whether ``dep`` is the approval a write ``task`` needs under the run's policy."""
+    if dep is None or not problem.policy.write_requires_approval:
+        return False
+    tool, dep_tool = problem.tools.get(task.tool), problem.tools.get(dep.tool)
+    return tool is not None and dep_tool is not None and tool.risk == "write" and dep_tool.risk == "approval"
 
 
 def reorder_priority(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
@@ -247,8 +256,9 @@ def crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> P
                 mapping[task.id] = next_task_id(taken)
         for task in fresh:
             child[mapping[task.id]] = renamed(task, mapping)
-    tasks = [child[tid] for tid in topological_order({tid: list(t.deps) for tid, t in child.items()})]
-    tasks += [t for tid, t in child.items() if t not in tasks]
+    # a's tasks keep a's order and the rest follow, so the recorded patch rebuilds this child exactly
+    tasks = [child[t.id] for t in a.tasks if t.id in child]
+    tasks += [t for tid, t in child.items() if tid not in in_a]
     plan = Plan(tasks=tuple(tasks), priority=a.priority)
     return plan.with_tasks(plan.tasks)
 

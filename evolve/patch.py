@@ -15,7 +15,7 @@ from typing import Any
 from evolve.load import TASK_KEYS, Reader, join, read_task
 from evolve.plan import Plan, Task
 
-PATCH_KEYS = ("remove", "add", "update", "priority", "reason")
+PATCH_KEYS = ("remove", "add", "update", "priority", "order", "reason")
 
 
 def diff_plans(parent: Plan, child: Plan) -> dict[str, Any]:
@@ -39,8 +39,11 @@ def diff_plans(parent: Plan, child: Plan) -> dict[str, Any]:
         patch["add"] = added
     if updated:
         patch["update"] = updated
-    if child.priority != parent.priority and child.priority is not None:
-        patch["priority"] = list(child.priority)
+    rebuilt = [tid for tid in before if tid in after] + [t.id for t in child.tasks if t.id not in before]
+    if rebuilt != child.ids():
+        patch["order"] = child.ids()
+    if child.priority != parent.priority:
+        patch["priority"] = None if child.priority is None else list(child.priority)
     return patch
 
 
@@ -78,9 +81,14 @@ def apply_patch(plan: Plan, patch: object, source: str = "<patch>") -> Plan:
             raise r.fail(f"add[{i}].id", f"task {task.id!r} already exists")
         tasks[task.id] = task
         order.append(task.id)
+    if doc.get("order") is not None:
+        wanted = r.strings(doc["order"], "order")
+        if sorted(wanted) != sorted(order):
+            raise r.fail("order", "must list exactly the ids of the patched plan's tasks")
+        order = list(wanted)
     priority = plan.priority
-    if doc.get("priority") is not None:
-        priority = r.strings(doc["priority"], "priority")
+    if "priority" in doc:  # an explicit null clears the priority
+        priority = None if doc["priority"] is None else r.strings(doc["priority"], "priority")
     new = Plan(tasks=tuple(tasks[tid] for tid in order), priority=priority)
     return new.with_tasks(new.tasks) if priority is not None else new
 

@@ -53,13 +53,14 @@ def check_ids(plan: Plan) -> Iterable[PlanError]:
 def check_deps(plan: Plan, tasks: dict[str, Task]) -> Iterable[PlanError]:
     for task in plan.tasks:
         for dep in task.deps:
-            if dep == task.id:
-                yield PlanError("dep-exists", "depends on itself", task.id)
-            elif dep not in tasks:
+            if dep not in tasks:
                 yield PlanError("dep-exists", f"depends on missing task {dep!r}", task.id)
 
 
 def check_cycles(plan: Plan, tasks: dict[str, Task]) -> Iterable[PlanError]:
+    for tid, task in tasks.items():
+        if tid in task.deps:
+            yield PlanError("no-cycle", f"dependency cycle: {tid} -> {tid} (depends on itself)", tid)
     deps = {tid: [d for d in t.deps if d in tasks and d != tid] for tid, t in tasks.items()}
     order = topological_order(deps)
     if len(order) == len(deps):

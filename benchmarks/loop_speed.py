@@ -1,0 +1,111 @@
+"""Evaluations per second of the search loop: a small and a large problem, serial and parallel.
+
+Measures the whole loop (breeding, hashing, ranking, evaluating), not evaluation
+alone, because that is what a user waits for: a pool that makes evaluation faster
+but the loop slower would be a regression this script must show. Both settings of
+a problem run in the same process, one after the other, so the ratio compares like
+with like on the same machine load.
+
+    python benchmarks/loop_speed.py                 # refund.yaml and a generated 200-tool problem
+    python benchmarks/loop_speed.py --seconds 8 --population 400 --workers 2
+
+Each case runs whole generations until ``--seconds`` have passed (the engine's
+``max_seconds`` budget), so the figures are rates, comparable across cases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from evolve.construct import construct
+from evolve.engine import Search
+from evolve.evaluate import Evaluator
+from evolve.generate import generate_problem
+from evolve.load import load_problem
+from evolve.operators import STRUCTURAL
+from evolve.options import SearchOptions
+from evolve.problem import Problem
+from evolve.rank import Ranking
+from fitness.builtin import DEFAULT_OBJECTIVES
+from fitness.registry import resolve_all
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One case: how many distinct plans were scored in how long."""
+
+    evaluations: int
+    generations: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.evaluations / self.seconds if self.seconds > 0 else 0.0
+
+
+def measure(problem: Problem, *, jobs: int, population: int, keep: int, seconds: float,
+            seed: int) -> Measure:
+    """Run the real loop for about ``seconds`` and count its evaluations.
+
+    The pool is started and warmed up (imports, the problem read once per worker)
+    before the clock starts: a run pays that once, and a few-second benchmark
+    would otherwise mostly measure process start-up.
+    """
+    fitnesses = resolve_all(DEFAULT_OBJECTIVES)
+    options = SearchOptions(population=population, keep=keep, generations=10**9, seed=seed,
+                            jobs=jobs, max_seconds=seconds)
+    with Evaluator(problem, fitnesses, jobs=jobs) as evaluator:
+        if evaluator.parallel is not None:
+            # Start the workers, let them import the engine and read the problem: twice, since
+            # the first call is measured in-process and decides whether the next ones ship.
+            rng = np.random.default_rng(seed)
+            warm = [construct(problem, rng) for _ in range(50 * jobs)]
+            evaluator.evaluate(warm)
+            evaluator.evaluate(warm)
+        search = Search(problem, operators=STRUCTURAL, evaluator=evaluator,
+                        ranking=Ranking.of(fitnesses), options=options)
+        began = time.perf_counter()
+        result = search.run()
+        elapsed = time.perf_counter() - began
+    return Measure(evaluations=result.evaluations, generations=search.generation, seconds=elapsed)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=6.0, help="run time of each case")
+    parser.add_argument("--population", type=int, default=300)
+    parser.add_argument("--keep", type=int, default=60)
+    parser.add_argument("--workers", type=int, default=2, help="jobs of the parallel case")
+    parser.add_argument("--large-tools", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    problems = [
+        ("small", load_problem(ROOT / "examples" / "refund.yaml")),
+        ("large", generate_problem(args.large_tools, seed=1)),
+    ]
+    print(f"loop speed: population {args.population}, keep {args.keep}, "
+          f"~{args.seconds:g}s per case, objectives {', '.join(DEFAULT_OBJECTIVES)}")
+    print(f"{'case':<6} {'problem':<18} {'tools':>5} {'jobs':>4} {'gens':>5} {'evals':>7} "
+          f"{'seconds':>8} {'evals/s':>9}")
+    for label, problem in problems:
+        rates = {}
+        for jobs in (1, args.workers):
+            m = measure(problem, jobs=jobs, population=args.population, keep=args.keep,
+                        seconds=args.seconds, seed=args.seed)
+            rates[jobs] = m.rate
+            print(f"{label:<6} {problem.name[:18]:<18} {len(problem.tools):>5} {jobs:>4} "
+                  f"{m.generations:>5} {m.evaluations:>7} {m.seconds:>8.2f} {m.rate:>9.1f}")
+        ratio = rates[args.workers] / rates[1] if rates[1] else float("nan")
+        print(f"{label:<6} ratio {args.workers} workers / serial: {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""Shared fixtures: the example problems, small plan builders and a run folder per test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evolve.load import load_problem
+from evolve.problem import Problem
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture(scope="session")
+def refund_path() -> Path:
+    """The refund example as a path, for tests that go through files or the CLI."""
+    return EXAMPLES / "refund.yaml"
+
+
+@pytest.fixture(scope="session")
+def refund(refund_path: Path) -> Problem:
+    """The refund example, loaded once: problems are immutable, so sharing is safe."""
+    return load_problem(refund_path)
+
+
+@pytest.fixture(scope="session")
+def pipeline_path() -> Path:
+    return EXAMPLES / "pipeline.yaml"
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    """A fresh, not yet existing run folder (the runner must create it)."""
+    return tmp_path / "run"
