@@ -188,9 +188,10 @@ def read_tool(r: Reader, name: str, spec: object) -> Tool:
         raise r.fail(join(path, "duration"), "missing: every tool needs a duration >= 0")
 
     def risk(value: object, p: str) -> Risk:
-        if value not in RISKS:
-            raise r.fail(p, f"expected one of {', '.join(RISKS)}, got {describe(value)}")
-        return cast(Risk, value)
+        for known in RISKS:
+            if value == known:
+                return known
+        raise r.fail(p, f"expected one of {', '.join(RISKS)}, got {describe(value)}")
 
     uses_doc: dict[str, Any] = r.optional(doc, "uses", path, lambda v, p: r.mapping(v, p, None), {})
     return Tool(

@@ -178,11 +178,11 @@ def remove_dep(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan |
     """Drop one dependency that carries no data (it only serialises the plan)."""
     fixed = {(t.id, d) for t in (problem.template.tasks if isinstance(problem.template, Plan) else ())
              for d in t.deps}
-    tasks = plan.by_id()
+    by_id = plan.by_id()
     options = [
         (i, d) for i, t in enumerate(plan.tasks)
         for d in t.deps
-        if d not in data_sources(t) and (t.id, d) not in fixed and not approval_link(problem, t, tasks.get(d))
+        if d not in data_sources(t) and (t.id, d) not in fixed and not approval_link(problem, t, by_id.get(d))
     ]
     if not options:
         return None
