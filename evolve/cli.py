@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+import yaml
 
 from evolve.backends import BACKENDS
 from evolve.errors import EvolveError
+from evolve.generate import generate_document, save_document
 from evolve.load import load_plan, load_problem
 from evolve.options import DEFAULTS, SearchOptions
 from evolve.plan import Plan
@@ -264,6 +266,28 @@ def fitness_list(as_json: bool) -> None:
         click.echo(f"error: {problem}", err=True)
     if result.problems:
         sys.exit(1)
+
+
+@cli.command(name="generate")
+@click.option("--tools", type=int, default=60, show_default=True, help="Number of tools (>= 4).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--name", default=None, help="The problem's name.")
+@click.option("--no-approval", is_flag=True, help="Do not require approval for write tools.")
+@click.option("--no-resources", is_flag=True, help="No renewable resources.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
+              help="File to write (.yaml or .json); default: print YAML.")
+@friendly
+def generate_cmd(tools: int, seed: int, name: str | None, no_approval: bool, no_resources: bool,
+                 out_file: str | None) -> None:
+    """Generate a random, solvable planning problem of any size (for tests and benchmarks)."""
+    doc = generate_document(tools, seed, write_requires_approval=not no_approval,
+                            resources=not no_resources, name=name)
+    if out_file is None:
+        click.echo(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=100), nl=False)
+        return
+    save_document(doc, out_file)
+    click.echo(f"wrote {out_file} ({len(doc['tools'])} tools, criteria: {', '.join(doc['criteria'])})",
+               err=True)
 
 
 for command in REPORT_COMMANDS:

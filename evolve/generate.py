@@ -21,13 +21,12 @@ Script mode::
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import click
 import numpy as np
 import yaml
 
@@ -280,29 +279,17 @@ def save_document(doc: dict[str, Any], path: str | Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m evolve.generate --tools N --seed S [--out FILE]``: print or save a problem."""
-    parser = argparse.ArgumentParser(prog="python -m evolve.generate",
-                                     description="Generate a random planning problem.")
-    parser.add_argument("--tools", type=int, default=60, help="number of tools (>= 4)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--name", default=None)
-    parser.add_argument("--no-approval", action="store_true",
-                        help="do not require approval for write tools")
-    parser.add_argument("--no-resources", action="store_true", help="no renewable resources")
-    parser.add_argument("--out", default=None, help="file to write (.yaml or .json); default stdout")
-    args = parser.parse_args(argv)
+    """``python -m evolve.generate ...``: the same as ``evolve generate ...``; returns the exit status."""
+    from evolve.cli import generate_cmd
+
     try:
-        doc = generate_document(args.tools, args.seed, write_requires_approval=not args.no_approval,
-                                resources=not args.no_resources, name=args.name)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.out is None:
-        sys.stdout.write(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=100))
-    else:
-        save_document(doc, args.out)
-        print(f"wrote {args.out} ({len(doc['tools'])} tools, criteria: {', '.join(doc['criteria'])})",
-              file=sys.stderr)
+        generate_cmd.main(args=list(argv) if argv is not None else None,
+                          prog_name="python -m evolve.generate", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except SystemExit as exc:
+        return int(exc.code or 0)
     return 0
 
 
