@@ -53,9 +53,27 @@ def data_sources(task: Task) -> list[str]:
     return [r.task for r in refs if r is not None and r.task is not None]
 
 
+def duplicates(plan: Plan) -> dict[str, str]:
+    """Tasks that repeat an earlier task exactly (same tool, inputs and condition): id -> original.
+
+    A duplicate adds nothing its original does not already provide, so it serves
+    no criterion even when something reads it.
+    """
+    first: dict[tuple[str, str, str | None], str] = {}
+    copies: dict[str, str] = {}
+    for task in plan.tasks:
+        key = (task.tool, repr(sorted(task.inputs.items())), task.when)
+        if key in first:
+            copies[task.id] = first[key]
+        else:
+            first[key] = task.id
+    return copies
+
+
 def contributing_tasks(problem: Problem, plan: Plan) -> set[str]:
     """Tasks that serve some criterion: the first producer of each criterion, every task whose
-    data they read (transitively), the approvals their writes depend on, and template tasks."""
+    data they read (transitively), the approvals their writes depend on, and template tasks;
+    but not :func:`duplicates` of another task."""
     tasks = plan.by_id()
     deps = {tid: [d for d in t.deps if d in tasks] for tid, t in tasks.items()}
     todo: list[str] = []
@@ -80,4 +98,4 @@ def contributing_tasks(problem: Problem, plan: Plan) -> set[str]:
                 up for up in upstream(tid, deps)
                 if (t := problem.tools.get(tasks[up].tool)) is not None and t.risk == "approval"
             )
-    return serving
+    return serving - set(duplicates(plan))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from evolve.analysis import contributing_tasks, data_sources
+from evolve.analysis import contributing_tasks, data_sources, duplicates
 from evolve.construct import Builder, construct
 from evolve.graph import successors, topological_order
 from evolve.patch import renamed
@@ -219,6 +219,25 @@ def prune(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None
     return without(problem, plan, useless, rng) if useless else None
 
 
+def merge_duplicates(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
+    """Point the readers of a task that repeats an earlier one at the original, then drop it."""
+    copies = duplicates(plan)
+    fixed = template_ids(problem)
+    for copy, original in copies.items():
+        if copy in fixed:
+            continue
+        readers = descendants(plan, copy)
+        if original in readers or original in set().union(*(descendants(plan, r) for r in readers)):
+            continue
+        mapping = {copy: original}
+        tasks = [
+            with_data_deps(renamed(t, mapping), t) if t.id in readers else t
+            for t in plan.tasks if t.id != copy
+        ]
+        return plan.with_tasks(tasks)
+    return None
+
+
 def complete(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
     """Chain producers for every criterion the plan does not yet make."""
     child = construct(problem, rng, base=plan)
@@ -288,7 +307,8 @@ class OperatorSet:
 STRUCTURAL = OperatorSet(
     mutations=(
         (add_task, 1.0), (remove_task, 1.0), (swap_tool, 2.0), (rewire, 1.0), (add_dep, 0.5),
-        (remove_dep, 1.0), (reorder_priority, 1.0), (prune, 1.0), (complete, 1.0),
+        (remove_dep, 1.0), (reorder_priority, 1.0), (prune, 1.0), (merge_duplicates, 0.5),
+        (complete, 1.0),
     ),
     crossovers=((crossover, 1.0),),
 )
