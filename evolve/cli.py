@@ -9,15 +9,14 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 import yaml
 
 from evolve.backends import BACKENDS
+from evolve.clitools import friendly
 from evolve.errors import EvolveError
 from evolve.generate import generate_document, save_document
 from evolve.load import load_plan, load_problem
@@ -29,23 +28,8 @@ from evolve.report.cli import COMMANDS as REPORT_COMMANDS
 from evolve.runner import new_run_dir, run_search
 from evolve.schedule import Schedule, schedule
 from evolve.validate import validate
-from fitness.base import FitnessError
 from fitness.builtin import DEFAULT_OBJECTIVES
 from fitness.registry import resolve_all, survey
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def friendly(fn: F) -> F:
-    """Turn the errors users cause into one clear line and exit status 2."""
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except (EvolveError, FitnessError, ValueError) as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
-    return wrapper  # type: ignore[return-value]
 
 
 @click.group()

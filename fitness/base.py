@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal, Protocol
 
+from evolve.errors import EvolveError
 from evolve.plan import Plan
 from evolve.problem import Problem
 from evolve.schedule import Schedule, schedule
@@ -130,7 +131,7 @@ class Fitness:
         return number
 
 
-class FitnessError(Exception):
+class FitnessError(EvolveError):
     """A fitness function misbehaved (wrong type, not finite, out of range, failed to load)."""
 
 

@@ -9,35 +9,17 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 
-from evolve.errors import EvolveError
+from evolve.clitools import friendly
 from evolve.load import load_plan, load_problem
 from evolve.report.data import load_run
 from evolve.report.html import write_report
 from evolve.report.plots import KINDS, save_plot
 from evolve.report.terminal import text_gantt
 from evolve.report.timeline import timeline_of
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def friendly(fn: F) -> F:
-    """Turn the errors users cause into one clear line and exit status 2."""
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except (EvolveError, ValueError) as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
-    return wrapper  # type: ignore[return-value]
-
 
 PROBLEM_HELP = "The run's problem file, when the run folder has no problem.json."
 
