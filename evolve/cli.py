@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from evolve.backends import BACKENDS
 from evolve.clitools import friendly
 from evolve.errors import EvolveError
 from evolve.generate import generate_document, save_document
+from evolve.llm.factory import DEFAULT_SHARE, make_llm_operator
+from evolve.llm.operator import RESPONSE_FORMATS
 from evolve.load import load_plan, load_problem
 from evolve.options import DEFAULTS, SearchOptions
 from evolve.plan import Plan
@@ -77,6 +80,24 @@ def read_problem(path: str) -> Problem:
               help="Stop after this many generations without improvement.")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="Continue the run in this folder from its last checkpoint.")
+@click.option("--operator", type=click.Choice(["random", "llm"]), default="random", show_default=True,
+              help="How children are made: random structural operators, or also an LLM proposing patches.")
+@click.option("--llm-base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")
+@click.option("--llm-model", default=None, help="Model name the endpoint serves.")
+@click.option("--llm-ratio", type=click.FloatRange(0, 1), default=DEFAULT_SHARE, show_default=True,
+              help="Share of each generation's children made by the LLM (the rest: random operators).")
+@click.option("--llm-max-calls", type=click.IntRange(min=0), default=None,
+              help="At most this many LLM proposals in the run.")
+@click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds one LLM call may take (default 60).")
+@click.option("--llm-concurrency", type=click.IntRange(min=1), default=None,
+              help="LLM calls in flight at once (default 4).")
+@click.option("--llm-response-format", type=click.Choice(RESPONSE_FORMATS), default=None,
+              help="How JSON is asked for (default json_object).")
+@click.option("--llm-prompt-dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="Folder with system.txt and/or user.txt replacing the shipped prompt templates.")
+@click.option("--llm-cache-dir", type=click.Path(file_okay=False), default=None,
+              help="Where LLM replies are cached (default ~/.cache/evolve/llm).")
 @click.option("--no-report", is_flag=True, help="Do not write report.html at the end of the run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @friendly
@@ -84,8 +105,10 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
         jobs: int | None, out_dir: str | None, fitness_specs: tuple[str, ...], weights: str | None,
         backend: str, scheduler_address: str | None, eval_timeout: float | None,
         isolate: bool | None, max_evaluations: int | None, max_seconds: float | None,
-        targets: tuple[str, ...], patience: int | None, resume_dir: str | None, no_report: bool,
-        as_json: bool) -> None:
+        targets: tuple[str, ...], patience: int | None, resume_dir: str | None, operator: str,
+        llm_base_url: str | None, llm_model: str | None, llm_ratio: float, llm_max_calls: int | None,
+        llm_timeout: float | None, llm_concurrency: int | None, llm_response_format: str | None,
+        llm_prompt_dir: str | None, llm_cache_dir: str | None, no_report: bool, as_json: bool) -> None:
     """Search for the best plan for PROBLEM_FILE and write it to a run folder.
 
     A run writes a checkpoint after every generation; one that was stopped
@@ -114,8 +137,21 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
 
     folder = Path(resume_dir or out_dir or new_run_dir())
     try:
-        outcome = run_search(problem, options=options, fitnesses=fitnesses, weights=weight_list,
-                             out_dir=folder, resume=resume_dir is not None, on_generation=progress)
+        with ExitStack() as stack:
+            proposer = None
+            if operator == "llm":
+                if not llm_base_url or not llm_model:
+                    raise click.UsageError("--operator llm needs --llm-base-url and --llm-model")
+                settings: dict[str, Any] = {"max_calls": llm_max_calls, "timeout": llm_timeout,
+                            "concurrency": llm_concurrency, "response_format": llm_response_format,
+                            "prompt_dir": llm_prompt_dir, "cache_dir": llm_cache_dir}
+                proposer = stack.enter_context(make_llm_operator(
+                    llm_base_url, llm_model, **{k: v for k, v in settings.items() if v is not None}))
+            outcome = run_search(
+                problem, options=options, fitnesses=fitnesses, weights=weight_list, out_dir=folder,
+                resume=resume_dir is not None, on_generation=progress, proposer=proposer,
+                proposer_share=llm_ratio if proposer is not None else 0.0,
+                extra_summary=(lambda: {"llm": proposer.usage_summary()}) if proposer is not None else None)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: the last completed generation is checkpointed; continue with "
                    f"the same command and --resume {folder}", err=True)

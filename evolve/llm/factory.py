@@ -28,6 +28,10 @@ def api_key_from_env(names: str | Sequence[str] = API_KEY_ENV) -> str | None:
     return None
 
 
+DEFAULT_SHARE = 0.5
+"""The share of each generation's children asked of the LLM when none is given (``--llm-ratio``)."""
+
+
 def make_llm_operator(
     base_url: str,
     model: str,

@@ -122,6 +122,14 @@ class LLMOperator:
         """Calls, cache hits, patches accepted and rejected by reason, tokens: for the summary."""
         return {"model": self.model, "max_calls": self.max_calls, **self.usage.summary()}
 
+    def checkpoint_state(self) -> dict[str, Any]:
+        """What a resumed run needs to go on spending the same budget (the engine's hook)."""
+        return {"consulted": self.consulted, "usage": self.usage.state()}
+
+    def restore_checkpoint(self, state: dict[str, Any]) -> None:
+        self.consulted = int(state["consulted"])
+        self.usage.restore(state["usage"])
+
     def propose(self, problem: Problem, parents: Sequence[Candidate], indices: Sequence[int],
                 generation: int, seed: int) -> list[Offspring]:
         """One offspring per index, in order; a ``None`` plan makes the engine fall back."""
@@ -164,6 +172,8 @@ class LLMOperator:
         misses: dict[str, Job] = {}
         for job in jobs:
             cached = self.cache.get(job.key) if self.cache is not None else None
+            if cached is not None and "error" in cached and not self.cache_failures:
+                cached = None  # a failure stored by an earlier run: ask again
             if cached is not None:
                 entries[job.key] = cached
                 self.usage.called(cached=True, prompt_tokens=int(cached.get("prompt_tokens", 0)),

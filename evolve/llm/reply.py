@@ -24,6 +24,9 @@ from evolve.problem import Problem
 
 MAX_REPLY_CHARS = 100_000
 MAX_ADDED_TASKS = 24
+DECODER = json.JSONDecoder(strict=False)
+"""Lenient only where it is harmless: raw newlines and tabs inside strings, which small models
+emit (a grammar-constrained SmolLM2 did), are accepted as they are."""
 FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 
 REASONS = ("empty", "parse", "schema", "unknown-tool", "unknown-task", "duplicate-id", "no-change")
@@ -53,13 +56,13 @@ def extract_json(text: str) -> object:
         candidates.insert(0, fenced.group(1).strip())
     for candidate in candidates:
         try:
-            return json.loads(candidate)
+            return DECODER.decode(candidate)
         except ValueError:
             pass
         start = candidate.find("{")
         if start >= 0:
             try:
-                value, _ = json.JSONDecoder().raw_decode(candidate[start:])
+                value, _ = DECODER.raw_decode(candidate[start:])
                 return value
             except ValueError:
                 pass

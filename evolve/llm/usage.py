@@ -66,6 +66,17 @@ class Usage:
         with self.lock:
             self.failed[kind] += 1
 
+    def state(self) -> dict[str, Any]:
+        """The counters as plain data, for a checkpoint; :meth:`restore` takes it back."""
+        with self.lock:
+            return {name: (dict(value) if isinstance(value, Counter) else value)
+                    for name, value in vars(self).items() if name != "lock"}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        with self.lock:
+            for name, value in state.items():
+                setattr(self, name, Counter(value) if isinstance(value, dict) else value)
+
     def summary(self) -> dict[str, Any]:
         with self.lock:
             return {
