@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from evolve.construct import construct
 from evolve.evaluate import Evaluation, Evaluator
 from evolve.operators import OperatorSet
 from evolve.options import SearchOptions
@@ -214,7 +213,7 @@ class Search:
             seen.add(plan_hash(self.problem.template))
         attempts = 0
         while len(plans) < self.options.population:
-            plan = construct(self.problem, child_rng(self.options.seed, 0, attempts))
+            plan = self.operators.initial(self.problem, child_rng(self.options.seed, 0, attempts))
             attempts += 1
             digest = plan_hash(plan)
             if digest not in seen or attempts > 2 * self.options.population:

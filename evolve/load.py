@@ -122,8 +122,16 @@ def read_document(path: str | Path) -> Any:
         raise InputError(source, "", f"invalid YAML{where}: {problem}") from None
 
 
+RCPSP_FORMATS = {".sm": "psplib", ".rcp": "patterson"}
+"""Scheduling instances read as problems by :mod:`evolve.rcpsp.problem`: suffix -> psplib format."""
+
+
 def load_problem(path: str | Path) -> Problem:
-    """Read a problem file (YAML or JSON); PSPLIB files are read by :mod:`evolve.rcpsp`."""
+    """Read a problem file: YAML or JSON, or a PSPLIB ``.sm`` / Patterson ``.rcp`` instance."""
+    if Path(path).suffix in RCPSP_FORMATS:
+        from evolve.rcpsp.problem import load_rcpsp_problem  # numba-backed: loaded only when needed
+
+        return load_rcpsp_problem(path)
     return problem_from_dict(read_document(path), str(path))
 
 

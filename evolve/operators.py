@@ -295,13 +295,18 @@ def upstream_closure(plan: Plan, tid: str) -> set[str]:
     return seen
 
 
+Initializer = Callable[[Problem, np.random.Generator], Plan]
+
+
 @dataclass(frozen=True)
 class OperatorSet:
-    """The operators a search draws from, with their relative weights."""
+    """The operators a search draws from, with their relative weights, and how the first
+    population is made (``initial``, called with a fresh random stream per plan)."""
 
     mutations: tuple[tuple[Mutation, float], ...]
     crossovers: tuple[tuple[Crossover, float], ...] = ()
     crossover_rate: float = 0.3
+    initial: Initializer = construct
 
 
 STRUCTURAL = OperatorSet(
@@ -313,3 +318,17 @@ STRUCTURAL = OperatorSet(
     crossovers=((crossover, 1.0),),
 )
 """The default, offline operator mix for agent plans."""
+
+
+def is_fixed_structure(problem: Problem) -> bool:
+    """Whether only the priority can change: a template holds the tasks and no criteria ask for more."""
+    return isinstance(problem.template, Plan) and not problem.criteria
+
+
+def default_operators(problem: Problem) -> OperatorSet:
+    """Activity-list operators for fixed task sets (e.g. PSPLIB instances), structural ones otherwise."""
+    if is_fixed_structure(problem):
+        from evolve.rcpsp.operators import ACTIVITY_LIST  # numba-backed: loaded only when needed
+
+        return ACTIVITY_LIST
+    return STRUCTURAL

@@ -21,7 +21,7 @@ from evolve.checkpoint import fingerprint
 from evolve.engine import Proposer, Search, SearchResult
 from evolve.evaluate import Evaluator
 from evolve.load import problem_to_dict
-from evolve.operators import STRUCTURAL, OperatorSet
+from evolve.operators import OperatorSet, default_operators
 from evolve.options import SearchOptions
 from evolve.problem import Problem
 from evolve.rank import Ranking
@@ -62,7 +62,7 @@ def run_search(
     options: SearchOptions,
     fitnesses: Sequence[Fitness] | None = None,
     weights: Sequence[float] | None = None,
-    operators: OperatorSet = STRUCTURAL,
+    operators: OperatorSet | None = None,
     proposer: Proposer | None = None,
     proposer_share: float = 0.0,
     out_dir: str | Path | None = None,
@@ -76,6 +76,7 @@ def run_search(
     must have been made for the same problem, objectives and options.
     """
     fitnesses = list(fitnesses) if fitnesses is not None else resolve_all(DEFAULT_OBJECTIVES)
+    operators = operators if operators is not None else default_operators(problem)
     ranking = Ranking.of(fitnesses, weights)
     unknown = [name for name in options.target if name not in ranking.objectives]
     if unknown:
