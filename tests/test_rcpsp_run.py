@@ -61,7 +61,8 @@ def test_evolve_run_on_a_psplib_file_reaches_the_optimum(tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     best = json.loads((tmp_path / "best.json").read_text())
     inst = load_instance(path_of(name))
-    starts = np.array([best["schedule"][f"j{j + 1}"]["start"] for j in range(inst.n)]).round().astype(np.int64)
+    starts = np.array([best["schedule"][f"j{j + 1}"]["start"] for j in range(inst.n)])
+    starts = starts.round().astype(np.int64)
     assert schedule_violations(inst, starts) == []
     makespan = max(v["finish"] for v in best["schedule"].values())
     assert makespan == json.loads(result.output)["best"]["values"]["makespan"]
