@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import pickle
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,18 +43,62 @@ def fingerprint(data: object) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def save(folder: Path, state: dict[str, Any], identity: dict[str, Any], events_bytes: int) -> Path:
-    """Atomically replace ``folder/checkpoint.pkl``."""
-    path = folder / CHECKPOINT
-    tmp = folder / f".{CHECKPOINT}.tmp"
+def snapshot(state: dict[str, Any], identity: dict[str, Any], events_bytes: int) -> bytes:
+    """The checkpoint's bytes: taken at once, so the search may go on changing its state."""
     blob = {"magic": MAGIC, "version": VERSION, "identity": identity,
             "events_bytes": events_bytes, "state": state}
+    return pickle.dumps(blob, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Temporary file, flushed to disk, renamed over ``path``: never a torn checkpoint."""
+    tmp = path.with_name(f".{path.name}.tmp")
     with tmp.open("wb") as stream:
-        pickle.dump(blob, stream, protocol=pickle.HIGHEST_PROTOCOL)
+        stream.write(data)
         stream.flush()
         os.fsync(stream.fileno())
     os.replace(tmp, path)
-    return path
+
+
+class Writer:
+    """Writes checkpoints in a background thread, so disk time overlaps the next generation.
+
+    The snapshot is pickled synchronously; only the write, fsync and rename run
+    behind. A new checkpoint waits for the previous one, and :meth:`close` waits
+    for the last, so the newest complete checkpoint is always on disk or coming.
+    """
+
+    def __init__(self, folder: Path, identity: dict[str, Any]) -> None:
+        self.path = folder / CHECKPOINT
+        self.identity = identity
+        self.pending: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    def save(self, state: dict[str, Any], events_bytes: int) -> None:
+        data = snapshot(state, self.identity, events_bytes)
+        self.wait()
+        self.pending = threading.Thread(target=self.write, args=(data,), name="checkpoint", daemon=True)
+        self.pending.start()
+
+    def write(self, data: bytes) -> None:
+        try:
+            write_atomically(self.path, data)
+        except BaseException as exc:  # reported by wait(), in the search's thread
+            self.error = exc
+
+    def wait(self) -> None:
+        if self.pending is not None:
+            self.pending.join()
+            self.pending = None
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise CheckpointError(f"{self.path}: cannot write the checkpoint ({error})")
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wait()
 
 
 def load(folder: Path, identity: dict[str, Any]) -> Checkpoint:

@@ -261,7 +261,8 @@ def crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> P
         producers = [t for t in parent.tasks if criterion in (produced_by(problem, t) or ())]
         if not producers:
             continue
-        closure = [t for t in parent.tasks if t.id in upstream_closure(parent, producers[0].id)]
+        wanted = upstream_closure(parent, producers[0].id)
+        closure = [t for t in parent.tasks if t.id in wanted]
         if parent is a:
             for task in closure:
                 child.setdefault(task.id, task)

@@ -100,13 +100,14 @@ def run_search(
             stream.truncate(restored.events_bytes)
     began = time.perf_counter()
     with events_path.open("a" if restored else "w", encoding="utf-8") as events, \
+            checkpoint.Writer(out, identity) as checkpoints, \
             Evaluator(problem, fitnesses, jobs=options.jobs, backend=options.backend,
                       scheduler_address=options.scheduler_address,
                       eval_timeout=options.eval_timeout, isolate=options.isolate) as evaluator:
 
         def save_checkpoint(search: Search) -> None:
             events.flush()
-            checkpoint.save(out, search.state(), identity, events.tell())
+            checkpoints.save(search.state(), events.tell())
 
         search = Search(problem, operators=operators, evaluator=evaluator, ranking=ranking,
                         options=options, on_event=event_writer(events, on_generation),
