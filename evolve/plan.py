@@ -7,6 +7,7 @@ ones, so a parent stays exactly what was evaluated and a cache keyed by
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -37,6 +38,12 @@ def parse_ref(value: object) -> Ref | None:
     """
     if not isinstance(value, str) or not value.startswith("$"):
         return None
+    return parse_ref_text(value)
+
+
+@functools.lru_cache(maxsize=65536)
+def parse_ref_text(value: str) -> Ref:
+    """:func:`parse_ref` for a ``$`` string; cached, as plans share a small set of references."""
     match = REF.fullmatch(value)
     if match is None:
         return Ref(task=None, fact=value[1:])
