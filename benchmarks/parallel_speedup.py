@@ -25,12 +25,19 @@ from evolve import SearchOptions, load_problem, run_search  # noqa: E402
 from fitness import resolve_all  # noqa: E402
 
 
-def timed(problem_path: Path, objective: str, jobs: int, isolate: bool, args: argparse.Namespace
-          ) -> tuple[float, str, int]:
+def timed(
+    problem_path: Path, objective: str, jobs: int, isolate: bool, args: argparse.Namespace
+) -> tuple[float, str, int]:
     problem = load_problem(problem_path)
     fitnesses = resolve_all(["validity", "completeness", "makespan", f"costly:{objective}"])
-    options = SearchOptions(population=args.population, keep=args.population // 2,
-                            generations=args.generations, seed=args.seed, jobs=jobs, isolate=isolate)
+    options = SearchOptions(
+        population=args.population,
+        keep=args.population // 2,
+        generations=args.generations,
+        seed=args.seed,
+        jobs=jobs,
+        isolate=isolate,
+    )
     with tempfile.TemporaryDirectory() as out:
         began = time.perf_counter()
         outcome = run_search(problem, options=options, fitnesses=fitnesses, out_dir=out)
@@ -46,19 +53,25 @@ def main() -> None:
     parser.add_argument("--population", type=int, default=40)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    print(f"problem {args.problem.name}, population {args.population}, keep {args.population // 2}, "
-          f"{args.generations} generations")
+    print(
+        f"problem {args.problem.name}, population {args.population}, keep {args.population // 2}, "
+        f"{args.generations} generations"
+    )
     print(f"{'objective':<10} {'mode':<22} {'evals':>6} {'seconds':>8} {'evals/s':>8} {'speedup':>8}")
     for objective in ("cheap", "expensive"):
         serial, events, evals = timed(args.problem, objective, 1, False, args)
-        print(f"{objective:<10} {'serial (in-process)':<22} {evals:>6} {serial:>8.2f} "
-              f"{evals / serial:>8.0f} {1.0:>8.2f}")
+        print(
+            f"{objective:<10} {'serial (in-process)':<22} {evals:>6} {serial:>8.2f} "
+            f"{evals / serial:>8.0f} {1.0:>8.2f}"
+        )
         for isolate in (True, False):
             seconds, other, n = timed(args.problem, objective, 2, isolate, args)
             mode = "2 workers, isolated" if isolate else "2 workers, adaptive"
             same = "" if other == events else "  RESULTS DIFFER"
-            print(f"{objective:<10} {mode:<22} {n:>6} {seconds:>8.2f} {n / seconds:>8.0f} "
-                  f"{serial / seconds:>8.2f}{same}")
+            print(
+                f"{objective:<10} {mode:<22} {n:>6} {seconds:>8.2f} {n / seconds:>8.0f} "
+                f"{serial / seconds:>8.2f}{same}"
+            )
 
 
 if __name__ == "__main__":

@@ -55,9 +55,25 @@ def test_engine_schedule_equals_the_fast_decoder_and_is_feasible(name: str) -> N
 
 def test_evolve_run_on_a_psplib_file_reaches_the_optimum(tmp_path: Path) -> None:
     name = "j301_1"
-    result = CliRunner().invoke(cli, ["run", str(path_of(name)), "--generations", "30", "--population",
-                                      "20", "--keep", "10", "--jobs", "1", "--out", str(tmp_path),
-                                      "--no-report", "--json"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            str(path_of(name)),
+            "--generations",
+            "30",
+            "--population",
+            "20",
+            "--keep",
+            "10",
+            "--jobs",
+            "1",
+            "--out",
+            str(tmp_path),
+            "--no-report",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     best = json.loads((tmp_path / "best.json").read_text())
     inst = load_instance(path_of(name))

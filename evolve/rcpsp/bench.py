@@ -84,7 +84,10 @@ def _run_one(
 ) -> InstanceRecord:
     inst = load_instance(path)
     res = solve(
-        inst, schedules=schedules, seconds=seconds, seed=instance_seed(seed, inst.name),
+        inst,
+        schedules=schedules,
+        seconds=seconds,
+        seed=instance_seed(seed, inst.name),
         lower_bound=bk.lower_bound,
     )
     return InstanceRecord(
@@ -123,9 +126,7 @@ def run_psplib_benchmark(
     files = set_files(set_name, base)
     table_path = base / "best_known_detail.csv"
     if not files or not table_path.exists():
-        raise FileNotFoundError(
-            f"PSPLIB data for {set_name} not found in {base} (set EVOLVE_PSPLIB_DIR)"
-        )
+        raise FileNotFoundError(f"PSPLIB data for {set_name} not found in {base} (set EVOLVE_PSPLIB_DIR)")
     best = load_best_known(table_path)
     files = spread_sample(files, instances)
     t0 = time.perf_counter()

@@ -117,14 +117,37 @@ def parallel_kernel(
 ) -> int:
     """Parallel SGS with list priorities: at each decision time, start every
     eligible activity that fits, in list order (a non-delay schedule).
-    Same contract as :func:`serial_kernel`."""
+    Same contract as :func:`serial_kernel`.
+
+    An activity is eligible once all its predecessors are scheduled
+    (``left[j] == 0``) and have finished (``ready[j] <= t``); both are
+    updated when a predecessor is scheduled, so a decision point costs one
+    cheap sweep over the pending list. Successor lists are derived from the
+    predecessor lists once per call.
+    """
     n = order.shape[0]
     nres = dem.shape[1]
+    # successors from predecessors (the reverse CSR), to update ``left``
+    cnt = np.zeros(n + 1, dtype=np.int64)
+    for j in range(n):
+        for q in range(pred_ptr[j], pred_ptr[j + 1]):
+            cnt[pred_idx[q] + 1] += 1
+    for j in range(n):
+        cnt[j + 1] += cnt[j]
+    succ = np.empty(cnt[n], dtype=np.int64)
+    fill = cnt[:n].copy()
+    for j in range(n):
+        for q in range(pred_ptr[j], pred_ptr[j + 1]):
+            p = pred_idx[q]
+            succ[fill[p]] = j
+            fill[p] += 1
+    left = np.empty(n, dtype=np.int64)
+    ready = np.zeros(n, dtype=np.int64)
+    for j in range(n):
+        left[j] = pred_ptr[j + 1] - pred_ptr[j]
+    done = np.zeros(n, dtype=np.bool_)
     pending = order.copy()
     npend = n
-    done = np.zeros(n, dtype=np.bool_)
-    for j in range(n):
-        starts[j] = -1
     t = 0
     ms = 0
     while npend > 0:
@@ -134,23 +157,16 @@ def parallel_kernel(
             w = 0
             for k in range(npend):
                 j = pending[k]
-                ok = True
-                for q in range(pred_ptr[j], pred_ptr[j + 1]):
-                    p = pred_idx[q]
-                    if not done[p] or starts[p] + dur[p] > t:
-                        ok = False
-                        break
-                if ok:
-                    d = dur[j]
-                    for tau in range(t, t + d):
-                        for r in range(nres):
-                            if dem[j, r] > avail[tau, r]:
-                                ok = False
-                                break
-                        if not ok:
+                ok = left[j] == 0 and ready[j] <= t
+                d = dur[j]
+                if ok and d > 0:
+                    # everything scheduled so far starts at or before t, so
+                    # free capacity never shrinks after t: checking t suffices
+                    for r in range(nres):
+                        if dem[j, r] > avail[t, r]:
+                            ok = False
                             break
                 if ok:
-                    d = dur[j]
                     for tau in range(t, t + d):
                         for r in range(nres):
                             avail[tau, r] -= dem[j, r]
@@ -158,6 +174,11 @@ def parallel_kernel(
                     done[j] = True
                     if t + d > ms:
                         ms = t + d
+                    for q in range(cnt[j], cnt[j + 1]):
+                        v = succ[q]
+                        left[v] -= 1
+                        if t + d > ready[v]:
+                            ready[v] = t + d
                     if d == 0:
                         again = True  # its successors may start at t too
                 else:
@@ -166,6 +187,7 @@ def parallel_kernel(
             npend = w
         if npend == 0:
             break
+        # next decision time: the earliest finish after t among started ones
         nt = ms
         for j in range(n):
             if done[j]:
@@ -324,31 +346,47 @@ def check_activity_list(inst: RcpspInstance, activity_list: npt.ArrayLike) -> No
 def serial_sgs_batch(inst: RcpspInstance, lists: npt.ArrayLike) -> IntArray:
     """Start times (one row per list) of the serial SGS; unchecked input."""
     arr = _as_lists(inst, lists)
-    return _decode_batch(  # type: ignore[no-any-return]
-        arr, inst.durations, inst.demands, inst.capacities,
-        inst.pred_ptr, inst.pred_idx, inst.horizon, False,
+    out: IntArray = _decode_batch(
+        arr,
+        inst.durations,
+        inst.demands,
+        inst.capacities,
+        inst.pred_ptr,
+        inst.pred_idx,
+        inst.horizon,
+        False,
     )
+    return out
 
 
 def parallel_sgs_batch(inst: RcpspInstance, lists: npt.ArrayLike) -> IntArray:
     """Start times (one row per list) of the parallel SGS; unchecked input."""
     arr = _as_lists(inst, lists)
-    return _decode_batch(  # type: ignore[no-any-return]
-        arr, inst.durations, inst.demands, inst.capacities,
-        inst.pred_ptr, inst.pred_idx, inst.horizon, True,
+    out: IntArray = _decode_batch(
+        arr,
+        inst.durations,
+        inst.demands,
+        inst.capacities,
+        inst.pred_ptr,
+        inst.pred_idx,
+        inst.horizon,
+        True,
     )
+    return out
 
 
 def serial_sgs(inst: RcpspInstance, activity_list: npt.ArrayLike) -> IntArray:
     """Start times of the serial SGS for one activity list."""
     check_activity_list(inst, activity_list)
-    return serial_sgs_batch(inst, activity_list)[0]
+    out: IntArray = serial_sgs_batch(inst, activity_list)[0]
+    return out
 
 
 def parallel_sgs(inst: RcpspInstance, activity_list: npt.ArrayLike) -> IntArray:
     """Start times of the parallel SGS for one activity list."""
     check_activity_list(inst, activity_list)
-    return parallel_sgs_batch(inst, activity_list)[0]
+    out: IntArray = parallel_sgs_batch(inst, activity_list)[0]
+    return out
 
 
 def makespan(inst: RcpspInstance, starts: npt.ArrayLike) -> int:
@@ -375,8 +413,18 @@ def forward_backward_improvement(
     out_s = np.empty(inst.n, dtype=np.int64)
     out_o = np.empty(inst.n, dtype=np.int64)
     ms = fbi_kernel(
-        s, order, inst.durations, inst.demands, inst.capacities, inst.pred_ptr, inst.pred_idx,
-        inst.succ_ptr, inst.succ_idx, avail, out_s, out_o,
+        s,
+        order,
+        inst.durations,
+        inst.demands,
+        inst.capacities,
+        inst.pred_ptr,
+        inst.pred_idx,
+        inst.succ_ptr,
+        inst.succ_idx,
+        avail,
+        out_s,
+        out_o,
     )
     return out_s, out_o, int(ms)
 

@@ -115,7 +115,7 @@ def from_arrays(
     return inst
 
 
-def load_instance(path: str | os.PathLike[str], format: str = "psplib") -> RcpspInstance:  # noqa: A002
+def load_instance(path: str | os.PathLike[str], format: str = "psplib") -> RcpspInstance:
     """Read an instance file with :func:`psplib.parse`.
 
     ``format`` is any format of ``psplib.parse`` that yields a single-mode,

@@ -121,4 +121,3 @@ ACTIVITY_LIST = OperatorSet(
     initial=sample_list,
 )
 """The operator mix for fixed task sets such as PSPLIB instances: only the activity list evolves."""
-

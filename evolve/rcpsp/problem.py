@@ -35,12 +35,16 @@ def problem_from_instance(inst: RcpspInstance) -> Problem:
         for j in range(inst.n)
     }
     tasks = tuple(
-        Task(id=task_id(j), tool=f"job{j + 1}",
-             deps=tuple(task_id(int(p)) for p in inst.predecessors(j)))
+        Task(id=task_id(j), tool=f"job{j + 1}", deps=tuple(task_id(int(p)) for p in inst.predecessors(j)))
         for j in range(inst.n)
     )
-    return Problem(tools=tools, resources=resources, template=Plan(tasks=tasks), name=inst.name,
-                   objective=f"RCPSP instance {inst.name}: minimise the makespan")
+    return Problem(
+        tools=tools,
+        resources=resources,
+        template=Plan(tasks=tasks),
+        name=inst.name,
+        objective=f"RCPSP instance {inst.name}: minimise the makespan",
+    )
 
 
 def load_rcpsp_problem(path: str | Path) -> Problem:
