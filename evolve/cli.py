@@ -26,6 +26,7 @@ from evolve.load import load_plan, load_problem
 from evolve.options import DEFAULTS, SearchOptions
 from evolve.plan import Plan
 from evolve.problem import Problem
+from evolve.rcpsp.cli import bench
 from evolve.report import write_report
 from evolve.report.cli import COMMANDS as REPORT_COMMANDS
 from evolve.runner import new_run_dir, run_search
@@ -310,7 +311,7 @@ def generate_cmd(tools: int, seed: int, name: str | None, no_approval: bool, no_
                err=True)
 
 
-for command in REPORT_COMMANDS:
+for command in (*REPORT_COMMANDS, bench):
     cli.add_command(command)
 
 

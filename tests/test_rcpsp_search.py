@@ -1,0 +1,67 @@
+"""The search on real PSPLIB files: feasible, on budget, reproducible, good."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evolve.rcpsp.check import schedule_violations
+from evolve.rcpsp.decode import serial_sgs
+from evolve.rcpsp.instance import critical_path_bound, load_best_known, load_instance, psplib_dir
+from evolve.rcpsp.search import GaParams, solve
+
+DATA = psplib_dir()
+pytestmark = pytest.mark.skipif(not (DATA / "j30").is_dir(), reason=f"PSPLIB data not found at {DATA}")
+
+
+@pytest.mark.parametrize("algorithm", ["bpga", "ga"])
+@pytest.mark.parametrize("name", ["j30/j301_1.sm", "j60/j6017_4.sm", "j120/j1206_2.sm"])
+def test_result_is_feasible_and_within_budget(name: str, algorithm: str) -> None:
+    inst = load_instance(DATA / name)
+    res = solve(inst, schedules=300, seed=5, params=GaParams(algorithm=algorithm))
+    assert schedule_violations(inst, res.starts) == []
+    assert res.makespan == int((res.starts + inst.durations).max())
+    assert res.makespan >= critical_path_bound(inst)
+    assert res.schedules_used <= 300
+    # the reported list is precedence-feasible and decodes to the reported schedule
+    assert list(serial_sgs(inst, res.activity_list)) == list(res.starts)
+
+
+@pytest.mark.parametrize("budget", [1, 2, 3, 7])
+def test_tiny_budgets_are_respected(budget: int) -> None:
+    inst = load_instance(DATA / "j30/j3013_5.sm")
+    for algorithm in ("bpga", "ga"):
+        res = solve(inst, schedules=budget, seed=1, params=GaParams(algorithm=algorithm))
+        assert res.schedules_used <= budget
+        assert schedule_violations(inst, res.starts) == []
+
+
+def test_same_seed_same_result() -> None:
+    inst = load_instance(DATA / "j60/j6017_4.sm")
+    a = solve(inst, schedules=500, seed=42)
+    b = solve(inst, schedules=500, seed=42)
+    assert a.makespan == b.makespan and a.schedules_used == b.schedules_used
+    assert np.array_equal(a.starts, b.starts)
+    assert np.array_equal(a.activity_list, b.activity_list)
+
+
+def test_time_budget() -> None:
+    inst = load_instance(DATA / "j120/j1206_2.sm")
+    res = solve(inst, seconds=0.3, seed=0)
+    assert res.seconds < 2.0 and res.schedules_used > 0
+    assert schedule_violations(inst, res.starts) == []
+
+
+@pytest.mark.parametrize("name", ["j301_1", "j302_3", "j3010_5", "j3037_2"])
+def test_reaches_optimum_on_easy_j30(name: str) -> None:
+    inst = load_instance(DATA / "j30" / f"{name}.sm")
+    opt = load_best_known("j30")[name].best_known
+    res = solve(inst, schedules=1000, seed=0, lower_bound=opt)
+    assert res.makespan == opt
+    assert res.schedules_used <= 1000
+
+
+def test_needs_a_budget() -> None:
+    inst = load_instance(DATA / "j30/j301_1.sm")
+    with pytest.raises(ValueError):
+        solve(inst, schedules=None, seconds=None)
