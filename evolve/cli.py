@@ -6,12 +6,13 @@ with exit status 2; never a traceback.
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 import yaml
@@ -26,7 +27,6 @@ from evolve.load import load_plan, load_problem
 from evolve.options import DEFAULTS, SearchOptions
 from evolve.plan import Plan
 from evolve.problem import Problem
-from evolve.rcpsp.cli import bench
 from evolve.report import write_report
 from evolve.report.cli import COMMANDS as REPORT_COMMANDS
 from evolve.runner import new_run_dir, run_search
@@ -36,7 +36,23 @@ from fitness.builtin import DEFAULT_OBJECTIVES
 from fitness.registry import resolve_all, survey
 
 
-@click.group()
+class LazyGroup(click.Group):
+    """Loads heavy subcommands (numba-compiled benchmarks) only when they are asked for."""
+
+    lazy: ClassVar[dict[str, str]] = {"bench": "evolve.rcpsp.cli:bench"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy:
+            module, _, attr = self.lazy[name].partition(":")
+            command: click.Command = getattr(importlib.import_module(module), attr)
+            return command
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup)
 @click.version_option(package_name="evolve")
 def cli() -> None:
     """evolve: evolutionary search for the best plan (task graph) for a planning problem."""
@@ -311,7 +327,7 @@ def generate_cmd(tools: int, seed: int, name: str | None, no_approval: bool, no_
                err=True)
 
 
-for command in (*REPORT_COMMANDS, bench):
+for command in REPORT_COMMANDS:
     cli.add_command(command)
 
 
