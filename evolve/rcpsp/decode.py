@@ -345,22 +345,15 @@ def check_activity_list(inst: RcpspInstance, activity_list: npt.ArrayLike) -> No
 
 def serial_sgs_batch(inst: RcpspInstance, lists: npt.ArrayLike) -> IntArray:
     """Start times (one row per list) of the serial SGS; unchecked input."""
-    arr = _as_lists(inst, lists)
-    out: IntArray = _decode_batch(
-        arr,
-        inst.durations,
-        inst.demands,
-        inst.capacities,
-        inst.pred_ptr,
-        inst.pred_idx,
-        inst.horizon,
-        False,
-    )
-    return out
+    return _sgs_batch(inst, lists, parallel=False)
 
 
 def parallel_sgs_batch(inst: RcpspInstance, lists: npt.ArrayLike) -> IntArray:
     """Start times (one row per list) of the parallel SGS; unchecked input."""
+    return _sgs_batch(inst, lists, parallel=True)
+
+
+def _sgs_batch(inst: RcpspInstance, lists: npt.ArrayLike, parallel: bool) -> IntArray:
     arr = _as_lists(inst, lists)
     out: IntArray = _decode_batch(
         arr,
@@ -370,7 +363,7 @@ def parallel_sgs_batch(inst: RcpspInstance, lists: npt.ArrayLike) -> IntArray:
         inst.pred_ptr,
         inst.pred_idx,
         inst.horizon,
-        True,
+        parallel,
     )
     return out
 
