@@ -65,3 +65,16 @@ def test_needs_a_budget() -> None:
     inst = load_instance(DATA / "j30/j301_1.sm")
     with pytest.raises(ValueError):
         solve(inst, schedules=None, seconds=None)
+
+
+@pytest.mark.parametrize("near", [0.0, 0.5, 1.0])
+def test_restart_near_elite_is_feasible_and_on_budget(near: float) -> None:
+    # frequent restarts so the neighbour-of-elite restart actually runs
+    inst = load_instance(DATA / "j60/j6017_4.sm")
+    p = GaParams(restart_near=near, restart_after=1, restart_mix=0.5)
+    res = solve(inst, schedules=400, seed=3, params=p)
+    assert res.schedules_used <= 400
+    assert schedule_violations(inst, res.starts) == []
+    assert list(serial_sgs(inst, res.activity_list)) == list(res.starts)
+    again = solve(inst, schedules=400, seed=3, params=p)
+    assert np.array_equal(res.starts, again.starts)

@@ -16,7 +16,10 @@ work for activity lists (Hartmann 1998; Valls, Ballestin & Quintanilla
 * precedence-preserving two-point crossover, shift mutation that keeps the
   list precedence-feasible, a share of children decoded by the parallel SGS,
   duplicate-free (mu + lambda) survival, a partial restart when the search
-  stagnates, and extra forward-backward passes only for children close to the
+  stagnates (on projects above 40 activities the restarted individuals are
+  shift-mutated neighbours of the kept elite, as in the second phase of
+  Valls et al.'s hybrid GA; see :mod:`evolve.rcpsp.intensify`), and extra
+  forward-backward passes only for children close to the
   best (selective FBI, which paid off on j60/j120 but not on j30).
 
 ``GaParams(algorithm="ga")`` is the classical alternative: one population,
@@ -34,13 +37,14 @@ result.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 
 from evolve.rcpsp.decode import new_profile, reset_profile, serial_kernel, sort_by_start
 from evolve.rcpsp.instance import IntArray, RcpspInstance, critical_path_bound, latest_finishes
+from evolve.rcpsp.intensify import _bp_restart
 from evolve.rcpsp.kernels import (
     BIG,
     _bp_generation,
@@ -65,7 +69,9 @@ class GaParams:
     mutation_moves: int = 4
     restart_after: int = 6  #: generations without improvement before a partial restart
     keep_on_restart: float = 0.25  #: fraction of the population kept at a restart
-    rbrs_alpha: float = 2.0  #: regret exponent of the biased sampling
+    #: regret exponent of the biased sampling (None: 1 up to 40 activities,
+    #: where a flatter bias gave more diverse restarts, else 2)
+    rbrs_alpha: float | None = None
     child_pass: int = 2  #: first pass for children ("ga"), see ``kernels._evaluate``
     pop_scale: float = 0.55  #: see :func:`default_pop_size`
     peak_rate: float = 0.0  #: share of children made by peak crossover (bpga)
@@ -83,6 +89,11 @@ class GaParams:
     polish_slack: int | None = None
     children: float = 1.0  #: children per generation, as a fraction of the population
     algorithm: str = "bpga"  #: "bpga" (bi-population) or "ga" (GA with FBI on every child)
+    #: share of restarted individuals that are neighbours of the elite
+    #: (None: none up to 40 activities, where fresh samples did better, else all)
+    restart_near: float | None = None
+    restart_moves: int = 4  #: shift moves that make such a neighbour
+    restart_mix: float = 0.0  #: share of neighbours crossed with a fresh sample first
 
 
 @dataclass(frozen=True)
@@ -113,12 +124,21 @@ def default_pop_size(schedules: int | None, n: int, scale: float = 0.55) -> int:
     large ones gain from diversity. Tuned on PSPLIB: small projects (j30)
     did best with budget / 60 (17 at 1,000 schedules, 83 at 5,000), larger
     ones with ``scale * sqrt(budget)`` (17 at 1,000, 39 at 5,000 on j120).
-    Without a schedule budget: 80.
+    Without a schedule budget: 120 (on j120 at 1 s per instance, about
+    40,000 schedules, 120 beat 50, 80 and 160 once restarts reuse the elite).
     """
     if schedules is None:
-        return 80
+        return 120
     size = schedules / 60 if n <= 40 else scale * schedules**0.5
     return int(min(100, max(10, round(size))))
+
+
+def _resolve(p: GaParams, n: int) -> GaParams:
+    """Fill the size-dependent defaults (see the field comments of
+    :class:`GaParams`); they were tuned per instance size on PSPLIB."""
+    alpha = p.rbrs_alpha if p.rbrs_alpha is not None else (1.0 if n <= 40 else 2.0)
+    near = p.restart_near if p.restart_near is not None else (0.0 if n <= 40 else 1.0)
+    return replace(p, rbrs_alpha=alpha, restart_near=near)
 
 
 def solve(
@@ -142,7 +162,7 @@ def solve(
         raise ValueError("give a schedule budget, a time budget, or both")
     if schedules is not None and schedules < 1:
         raise ValueError("schedules must be at least 1")
-    p = params or GaParams()
+    p = _resolve(params or GaParams(), inst.n)
     if p.algorithm not in ("bpga", "ga"):
         raise ValueError(f"unknown algorithm {p.algorithm!r}; use 'bpga' or 'ga'")
     t0 = time.perf_counter()
@@ -281,7 +301,22 @@ def _solve_bpga(
         if stale >= p.restart_after:
             keep = max(1, int(npop * p.keep_on_restart))
             used += int(
-                _bp_init(rng, pb, pb1, prio, p.rbrs_alpha, avail, budget - used, pop_l, pop_s, pop_ms, keep)
+                _bp_restart(
+                    rng,
+                    pb,
+                    pb1,
+                    prio,
+                    p.rbrs_alpha,
+                    avail,
+                    budget - used,
+                    pop_l,
+                    pop_s,
+                    pop_ms,
+                    keep,
+                    p.restart_near,
+                    p.restart_moves,
+                    p.restart_mix,
+                )
             )
             stale = 0
         else:
