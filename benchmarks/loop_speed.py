@@ -80,7 +80,7 @@ def measure(problem: Problem, *, jobs: int, population: int, keep: int, seconds:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=6.0, help="run time of each case")
+    parser.add_argument("--seconds", type=float, default=10.0, help="run time of each case")
     parser.add_argument("--population", type=int, default=300)
     parser.add_argument("--keep", type=int, default=60)
     parser.add_argument("--workers", type=int, default=2, help="jobs of the parallel case")

@@ -32,7 +32,7 @@ def timed(
     fitnesses = resolve_all(["validity", "completeness", "makespan", f"costly:{objective}"])
     options = SearchOptions(
         population=args.population,
-        keep=args.population // 2,
+        keep=args.population // 3,
         generations=args.generations,
         seed=args.seed,
         jobs=jobs,
@@ -49,12 +49,12 @@ def timed(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problem", type=Path, default=HERE.parent / "examples" / "refund.yaml")
-    parser.add_argument("--generations", type=int, default=30)
-    parser.add_argument("--population", type=int, default=40)
+    parser.add_argument("--generations", type=int, default=15)
+    parser.add_argument("--population", type=int, default=120)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     print(
-        f"problem {args.problem.name}, population {args.population}, keep {args.population // 2}, "
+        f"problem {args.problem.name}, population {args.population}, keep {args.population // 3}, "
         f"{args.generations} generations"
     )
     print(f"{'objective':<10} {'mode':<22} {'evals':>6} {'seconds':>8} {'evals/s':>8} {'speedup':>8}")

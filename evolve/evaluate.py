@@ -169,7 +169,10 @@ class Evaluator:
             isolate = eval_timeout is not None or any(f.source != "builtin" for f in self.fitnesses)
         self.trusted = not isolate
         self.seconds_per_plan: float | None = None
-        self.pool_overhead: float | None = None
+        self.pool_seconds_per_plan: float | None = None
+        self.reprobe = 10
+        self.since_probe = 0
+        self.probing = False
         self.evaluations = 0
         self.worker_failures = 0
         self.parallel: Parallel | None = None
@@ -213,35 +216,52 @@ class Evaluator:
             return []
         began = time.perf_counter()
         count = len(plans)
-        if not self.in_process(count):
-            chunks = split(list(plans), self.jobs)
-            out = [ev for chunk in self.run_chunks(chunks) for ev in chunk]
-            if self.seconds_per_plan is not None:
-                spent = time.perf_counter() - began - count * self.seconds_per_plan / len(chunks)
-                self.pool_overhead = average(self.pool_overhead, max(spent, 0.0))
-        else:
+        local = self.in_process(count)
+        if local:
             out = evaluate_chunk(Payload(self.problem, self.fitnesses), plans, self.eval_timeout)
-            self.seconds_per_plan = average(self.seconds_per_plan, (time.perf_counter() - began) / count)
+        else:
+            out = [ev for chunk in self.run_chunks(split(list(plans), self.jobs)) for ev in chunk]
+        per_plan = (time.perf_counter() - began) / count
+        preferred_here = self.prefers_here()
+        if local:
+            self.seconds_per_plan = average(self.seconds_per_plan, per_plan)
+        else:
+            self.pool_seconds_per_plan = average(self.pool_seconds_per_plan, per_plan)
+        if self.probing and self.prefers_here() == preferred_here:
+            self.reprobe = min(2 * self.reprobe, 320)  # the probe confirmed the choice: probe less
         self.evaluations += count
         return out
 
     def in_process(self, count: int) -> bool:
         """Whether scoring here is both safe (trusted objectives) and cheaper than shipping.
 
-        The choice compares measured costs: ``count`` plans here, against the pool's
-        measured per-call overhead plus the same work shared by the workers. The
-        pool is first tried once the work exceeds ``min_parallel_seconds``.
+        The choice compares measured wall time per plan on both paths: here, and
+        through the pool (shipping, workers and collection included). The pool is
+        first tried once a call's work here exceeds ``min_parallel_seconds``; then
+        every ``reprobe`` calls the path not taken is measured again, as costs
+        drift while plans grow or shrink, less often each time a probe confirms
+        the choice.
         """
         if self.jobs == 1 and self.backend in ("loky", "threading"):
             return self.trusted
         if not self.trusted:
             return False
-        if count < 2 or self.seconds_per_plan is None:
+        here, pool = self.seconds_per_plan, self.pool_seconds_per_plan
+        self.probing = False
+        if count < 2 or here is None:
             return True  # a first, in-process measurement decides the next calls
-        here = count * self.seconds_per_plan
-        if self.pool_overhead is None:
-            return here < self.min_parallel_seconds
-        return here <= self.pool_overhead + here / min(self.jobs, count)
+        if pool is None:
+            return here * count < self.min_parallel_seconds
+        self.since_probe += 1
+        if self.since_probe >= self.reprobe and here * count >= self.min_parallel_seconds:
+            self.since_probe, self.probing = 0, True
+            return not self.prefers_here()
+        return self.prefers_here()
+
+    def prefers_here(self) -> bool:
+        """Whether the measurements so far favour this process over the pool."""
+        here, pool = self.seconds_per_plan, self.pool_seconds_per_plan
+        return here is not None and (pool is None or here <= pool)
 
     def run_chunks(self, chunks: list[list[Plan]]) -> list[list[Evaluation]]:
         parallel = self.open_pool()
