@@ -148,13 +148,19 @@ def make_search(problem: Problem, options: SearchOptions, events: list[dict[str,
     return search, evaluator
 
 
-def test_every_candidate_records_parents_operator_and_patch(refund: Problem) -> None:
-    events: list[dict[str, Any]] = []
-    search, evaluator = make_search(refund, SearchOptions(population=10, keep=4, generations=8,
-                                                          seed=2, jobs=1), events, Recording)
+def run_recording(problem: Problem, events: list[dict[str, Any]] | None = None) -> Recording:
+    """A finished 8-generation search (population 10, seed 2) that kept every candidate."""
+    search, evaluator = make_search(problem, SearchOptions(population=10, keep=4, generations=8,
+                                                           seed=2, jobs=1), events, Recording)
     with evaluator:
         search.run()
     assert isinstance(search, Recording)
+    return search
+
+
+def test_every_candidate_records_parents_operator_and_patch(refund: Problem) -> None:
+    events: list[dict[str, Any]] = []
+    search = run_recording(refund, events)
     by_id = {c.id: c for c in search.all}
     seen: set[str] = set()
     for candidate in search.all:
@@ -185,11 +191,7 @@ def test_every_candidate_records_parents_operator_and_patch(refund: Problem) -> 
 
 
 def test_patch_rebuilds_the_exact_candidate(refund: Problem) -> None:
-    search, evaluator = make_search(refund, SearchOptions(population=10, keep=4, generations=8,
-                                                          seed=2, jobs=1), None, Recording)
-    with evaluator:
-        search.run()
-    assert isinstance(search, Recording)
+    search = run_recording(refund)
     by_id = {c.id: c for c in search.all}
     for candidate in search.all:
         if candidate.parents:

@@ -16,27 +16,29 @@ DATA = psplib_dir()
 needs_data = pytest.mark.skipif(not (DATA / "j30").is_dir(), reason=f"PSPLIB data not found at {DATA}")
 
 
+def bench_args(jobs: int, json_path: Path) -> list[str]:
+    """``bench psplib`` on the first 3 j30 instances, 200 schedules, seed 3."""
+    return [
+        "psplib",
+        "--set",
+        "j30",
+        "--schedules",
+        "200",
+        "--instances",
+        "3",
+        "--jobs",
+        str(jobs),
+        "--seed",
+        "3",
+        "--json",
+        str(json_path),
+    ]
+
+
 @needs_data
 def test_json_output_shape(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    res = CliRunner().invoke(
-        bench,
-        [
-            "psplib",
-            "--set",
-            "j30",
-            "--schedules",
-            "200",
-            "--instances",
-            "3",
-            "--jobs",
-            "1",
-            "--seed",
-            "3",
-            "--json",
-            str(out),
-        ],
-    )
+    res = CliRunner().invoke(bench, bench_args(jobs=1, json_path=out))
     assert res.exit_code == 0, res.output
     assert "| j30 | 3 | 200 |" in res.output
     assert "optimum" in res.output
@@ -50,24 +52,7 @@ def test_json_output_shape(tmp_path: Path) -> None:
         assert r["makespan"] == max(s + int(d) for s, d in zip(r["starts"], inst.durations))
         assert r["schedules"] <= 200
     again = tmp_path / "again.json"
-    CliRunner().invoke(
-        bench,
-        [
-            "psplib",
-            "--set",
-            "j30",
-            "--schedules",
-            "200",
-            "--instances",
-            "3",
-            "--jobs",
-            "2",
-            "--seed",
-            "3",
-            "--json",
-            str(again),
-        ],
-    )
+    CliRunner().invoke(bench, bench_args(jobs=2, json_path=again))
     strip = [{k: v for k, v in r.items() if k != "seconds"} for r in records]
     assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in json.loads(again.read_text())]
 

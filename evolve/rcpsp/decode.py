@@ -199,6 +199,22 @@ def parallel_kernel(
 
 
 @njit(cache=True)  # type: ignore[misc]
+def sort_by_finish(starts: IntArray, order: IntArray, dur: IntArray, ms: int, out: IntArray) -> None:
+    """Activity list by decreasing finish time (ties: later in ``order``
+    first) of a schedule with makespan ``ms``: a precedence-feasible list
+    of the reversed project, even with zero durations, whose serial SGS
+    right-justifies the schedule."""
+    n = starts.shape[0]
+    key = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        j = order[k]
+        key[j] = (ms - starts[j] - dur[j]) * n + (n - 1 - k)
+    srt = np.argsort(key)
+    for k in range(n):
+        out[k] = srt[k]
+
+
+@njit(cache=True)  # type: ignore[misc]
 def reverse_pass(
     starts_in: IntArray,
     order_in: IntArray,
@@ -229,13 +245,7 @@ def reverse_pass(
         f = starts_in[j] + dur[j]
         if f > ms_in:
             ms_in = f
-    key = np.empty(n, dtype=np.int64)
-    for k in range(n):
-        j = order_in[k]
-        key[j] = (ms_in - starts_in[j] - dur[j]) * n + (n - 1 - k)
-    srt = np.argsort(key)
-    for k in range(n):
-        order_out[k] = srt[k]
+    sort_by_finish(starts_in, order_in, dur, ms_in, order_out)
     ms = serial_kernel(order_out, dur, dem, rev_ptr, rev_idx, avail, starts_out)
     reset_profile(avail, cap, ms)
     return ms
@@ -405,20 +415,7 @@ def forward_backward_improvement(
     avail = new_profile(inst.horizon, inst.capacities)
     out_s = np.empty(inst.n, dtype=np.int64)
     out_o = np.empty(inst.n, dtype=np.int64)
-    ms = fbi_kernel(
-        s,
-        order,
-        inst.durations,
-        inst.demands,
-        inst.capacities,
-        inst.pred_ptr,
-        inst.pred_idx,
-        inst.succ_ptr,
-        inst.succ_idx,
-        avail,
-        out_s,
-        out_o,
-    )
+    ms = fbi_kernel(s, order, *inst.arrays, avail, out_s, out_o)
     return out_s, out_o, int(ms)
 
 

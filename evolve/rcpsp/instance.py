@@ -72,6 +72,20 @@ class RcpspInstance:
         """Sum of durations: no serial or parallel SGS schedule ends later."""
         return int(self.durations.sum())
 
+    @property
+    def arrays(self) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray, IntArray, IntArray]:
+        """The instance as the kernels take it: ``(durations, demands,
+        capacities, pred_ptr, pred_idx, succ_ptr, succ_idx)``."""
+        return (
+            self.durations,
+            self.demands,
+            self.capacities,
+            self.pred_ptr,
+            self.pred_idx,
+            self.succ_ptr,
+            self.succ_idx,
+        )
+
 
 def _csr(lists: list[list[int]]) -> tuple[IntArray, IntArray]:
     ptr = np.zeros(len(lists) + 1, dtype=np.int64)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from evolve.rcpsp.kernels import BIG, _bp_decode, _crossover, _rbrs_list, _shift_mutation
+from evolve.rcpsp.kernels import BIG, _bp_decode, _bp_mirror, _crossover, _rbrs_list, _shift_mutation
 
 _BIG = BIG
 
@@ -56,10 +56,4 @@ def _bp_restart(rng, pb0, pb1, prio, alpha, avail, budget, pop_l, pop_s, pop_ms,
             _rbrs_list(rng, pb0, prio, alpha, lst)
         pop_ms[0, i] = _bp_decode(pb0, lst, i % 2 == 1, avail, pop_s[0, i], pop_l[0, i])
         used += 1
-    for i in range(first, npop):
-        if used >= budget or pop_ms[0, i] >= _BIG:
-            pop_ms[1, i] = _BIG
-            continue
-        pop_ms[1, i] = _bp_decode(pb1, pop_l[0, i], False, avail, pop_s[1, i], pop_l[1, i])
-        used += 1
-    return used
+    return _bp_mirror(pb1, avail, budget, used, pop_l, pop_s, pop_ms, first)

@@ -19,6 +19,7 @@ from evolve.rcpsp.decode import (
     reset_profile,
     reverse_pass,
     serial_kernel,
+    sort_by_finish,
     sort_by_start,
 )
 
@@ -29,6 +30,23 @@ _BIG = BIG
 
 # ``pb`` (problem) is the instance as a tuple (dur, dem, cap, pred_ptr, pred_idx,
 # succ_ptr, succ_idx), which numba passes as one argument.
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _take(elig, ne, pick, left, succ_ptr, succ_idx, out, k):  # type: ignore[no-untyped-def]
+    """Move ``elig[pick]`` to ``out[k]`` and make eligible the successors it was
+    the last predecessor of. Returns the new number of eligible activities."""
+    j = elig[pick]
+    elig[pick] = elig[ne - 1]
+    ne -= 1
+    out[k] = j
+    for q in range(succ_ptr[j], succ_ptr[j + 1]):
+        s = succ_idx[q]
+        left[s] -= 1
+        if left[s] == 0:
+            elig[ne] = s
+            ne += 1
+    return ne
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -65,16 +83,7 @@ def _rbrs_list(rng, pb, prio, alpha, out):  # type: ignore[no-untyped-def]
             if u < acc:
                 pick = e
                 break
-        j = elig[pick]
-        elig[pick] = elig[ne - 1]
-        ne -= 1
-        out[k] = j
-        for q in range(succ_ptr[j], succ_ptr[j + 1]):
-            s = succ_idx[q]
-            left[s] -= 1
-            if left[s] == 0:
-                elig[ne] = s
-                ne += 1
+        ne = _take(elig, ne, pick, left, succ_ptr, succ_idx, out, k)
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -219,16 +228,7 @@ def _keys_to_list(pb, key, out):  # type: ignore[no-untyped-def]
             a = elig[e]
             if key[a] < key[elig[b]] or (key[a] == key[elig[b]] and a < elig[b]):
                 b = e
-        j = elig[b]
-        elig[b] = elig[ne - 1]
-        ne -= 1
-        out[k] = j
-        for q in range(succ_ptr[j], succ_ptr[j + 1]):
-            v = succ_idx[q]
-            left[v] -= 1
-            if left[v] == 0:
-                elig[ne] = v
-                ne += 1
+        ne = _take(elig, ne, b, left, succ_ptr, succ_idx, out, k)
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -473,20 +473,26 @@ def _bp_decode(pb, lst, use_parallel, avail, out_s, out_l):  # type: ignore[no-u
     ``lst`` first). Decoding that list in the opposite world justifies the
     schedule, so every child is a justification pass. Returns the makespan."""
     dur, dem, cap, pred_ptr, pred_idx, _succ_ptr, _succ_idx = pb
-    n = dur.shape[0]
     if use_parallel:
         ms = parallel_kernel(lst, dur, dem, pred_ptr, pred_idx, avail, out_s)
     else:
         ms = serial_kernel(lst, dur, dem, pred_ptr, pred_idx, avail, out_s)
     reset_profile(avail, cap, ms)
-    key = np.empty(n, dtype=np.int64)
-    for k in range(n):
-        j = lst[k]
-        key[j] = (ms - out_s[j] - dur[j]) * n + (n - 1 - k)
-    srt = np.argsort(key)
-    for k in range(n):
-        out_l[k] = srt[k]
+    sort_by_finish(out_s, lst, dur, ms, out_l)
     return ms
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _bp_mirror(pb1, avail, budget, used, pop_l, pop_s, pop_ms, first):  # type: ignore[no-untyped-def]
+    """Right-justify slots ``first..`` of world 0 into world 1, one schedule
+    each within ``budget``. Returns the schedules used, ``used`` included."""
+    for i in range(first, pop_l.shape[1]):
+        if used >= budget or pop_ms[0, i] >= _BIG:
+            pop_ms[1, i] = _BIG
+            continue
+        pop_ms[1, i] = _bp_decode(pb1, pop_l[0, i], False, avail, pop_s[1, i], pop_l[1, i])
+        used += 1
+    return used
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -504,13 +510,7 @@ def _bp_init(rng, pb0, pb1, prio, alpha, avail, budget, pop_l, pop_s, pop_ms, fi
         _rbrs_list(rng, pb0, prio, alpha, lst)
         pop_ms[0, i] = _bp_decode(pb0, lst, i % 2 == 1, avail, pop_s[0, i], pop_l[0, i])
         used += 1
-    for i in range(first, npop):
-        if used >= budget or pop_ms[0, i] >= _BIG:
-            pop_ms[1, i] = _BIG
-            continue
-        pop_ms[1, i] = _bp_decode(pb1, pop_l[0, i], False, avail, pop_s[1, i], pop_l[1, i])
-        used += 1
-    return used
+    return _bp_mirror(pb1, avail, budget, used, pop_l, pop_s, pop_ms, first)
 
 
 @njit(cache=True)  # type: ignore[misc]

@@ -172,15 +172,7 @@ def solve(
     lb = critical_path_bound(inst) if lower_bound is None else lower_bound
 
     rng = np.random.default_rng(np.random.SeedSequence(seed))
-    pb: Problem = (
-        inst.durations,
-        inst.demands,
-        inst.capacities,
-        inst.pred_ptr,
-        inst.pred_idx,
-        inst.succ_ptr,
-        inst.succ_idx,
-    )
+    pb: Problem = inst.arrays
     n = inst.n
     prio = latest_finishes(inst).astype(np.float64)
     avail = new_profile(inst.horizon, inst.capacities)
