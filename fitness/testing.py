@@ -207,21 +207,23 @@ def score_pickled(blob: bytes) -> list[float | str]:
 
 
 def default_executor() -> Executor:
-    """The engine's own worker pool: joblib's reusable loky executor, a fresh interpreter.
+    """A fresh single loky worker: the engine's process model, a new interpreter.
 
-    Its workers copy ``sys.path`` when they start, so the current path is part of
-    the key: after a test adds a plugin's folder, a new worker is started that
-    can import the plugin, as a new run's pool would.
+    It is the caller's to shut down. It is not joblib's shared reusable
+    executor, which joblib sets up for itself and which a pool started from
+    outside would leave unusable for later ``Parallel`` calls. Its worker starts
+    with the current ``sys.path``, so a plugin folder added by a test imports
+    there, as it would in a new run's pool.
     """
-    from joblib.externals.loky import get_reusable_executor
+    from joblib.externals.loky import ProcessPoolExecutor
 
-    executor: Executor = get_reusable_executor(
+    executor: Executor = ProcessPoolExecutor(
         max_workers=1, initializer=use_path, initargs=(tuple(sys.path),))
     return executor
 
 
 def use_path(path: tuple[str, ...]) -> None:
-    """Worker initializer: the parent's ``sys.path`` (loky copies it already; this keys the pool)."""
+    """Worker initializer: the parent's ``sys.path``, so plugins found here import there too."""
     sys.path[:] = list(path)
 
 
@@ -238,6 +240,9 @@ def check_in_worker(fit: Fitness, passed: Sequence[tuple[Problem, Plan, float]],
         raise ConformanceError(
             f"{fit.label} cannot be run in a worker process ({type(exc).__name__}: {exc}): "
             f"is its module importable there?") from exc
+    finally:
+        if executor is None:
+            pool.shutdown(wait=True)
     for (_, plan, expected), got in zip(passed, values):
         if isinstance(got, str) or not same(expected, got, rel_tol):
             raise ConformanceError(
