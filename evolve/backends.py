@@ -6,6 +6,8 @@ We never schedule workers ourselves: this module only opens what joblib needs
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -58,6 +60,9 @@ def backend_session(backend: str, jobs: int, address: str | None = None) -> Iter
             except ImportError:
                 raise BackendError("backend 'ray' needs the ray extra: pip install 'evolve[ray]'") from None
             register_ray()
-            ray.init(address=address or None, ignore_reinit_error=True, include_dashboard=False)
+            # a local cluster's workers get this process's import path, as loky workers do
+            runtime = None if address else {"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}}
+            ray.init(address=address or None, ignore_reinit_error=True, include_dashboard=False,
+                     runtime_env=runtime)
             stack.callback(ray.shutdown)
             yield {}
