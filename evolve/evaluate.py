@@ -199,7 +199,10 @@ class Evaluator:
             scatter = [self.shipped] if self.backend == "dask" else None
             config = {"scatter": scatter, **extra} if self.backend == "dask" else {}
             self.stack.enter_context(parallel_config(backend=self.backend, **config))
-            self.parallel = self.stack.enter_context(Parallel(n_jobs=self.jobs))
+            # joblib runs n_jobs=1 in this very process, which isolates nothing: an isolated
+            # single-job run gets a pool of two workers and sends its one chunk to one of them
+            workers = 2 if self.jobs == 1 and not self.trusted else self.jobs
+            self.parallel = self.stack.enter_context(Parallel(n_jobs=workers))
         except BaseException:
             self.stack.close()
             raise

@@ -79,3 +79,11 @@ def test_timeout_needs_a_process_backend(problem):  # type: ignore[no-untyped-de
 
     with pytest.raises(BackendError, match="process backend"):
         Evaluator(problem, resolve_all(["validity"]), jobs=2, backend="threading", eval_timeout=1.0)
+
+
+def test_isolation_with_one_job_still_uses_a_worker_process(problem, plans):  # type: ignore[no-untyped-def]
+    fitnesses = resolve_all(["validity", "plugins.faulty:exits"])
+    with Evaluator(problem, fitnesses, jobs=1) as ev:
+        got = ev.evaluate(plans)
+    assert [r.failed is not None for r in got] == [unlucky(p) for p in plans]
+    assert all(r.failed.startswith("WorkerDied") for r in got if r.failed)
