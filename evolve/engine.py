@@ -205,7 +205,8 @@ class Search:
         return children
 
     def initial_plans(self) -> list[Offspring]:
-        """The template (when given), then plans built by randomised backward chaining."""
+        """The template (when given), then plans made by the operators' initializer (randomised
+        backward chaining by default), distinct while distinct ones can be found."""
         plans: list[Offspring] = []
         seen: set[str] = set()
         if isinstance(self.problem.template, Plan):
@@ -218,7 +219,7 @@ class Search:
             digest = plan_hash(plan)
             if digest not in seen or attempts > 2 * self.options.population:
                 seen.add(digest)
-                plans.append(Offspring(plan, (), "construct"))
+                plans.append(Offspring(plan, (), self.operators.initial.__name__))
         return plans
 
     def breed(self, parents: Sequence[Candidate], generation: int, index: int) -> Offspring:
