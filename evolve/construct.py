@@ -32,6 +32,7 @@ class Builder:
         self.priority = plan.priority
         self.excluded = set(excluded)
         self.producer: dict[str, str] = {}
+        self.fresh: str | None = None  # the next unused id, once the first new task needs one
         for task in self.tasks:
             self.index(task)
 
@@ -86,7 +87,9 @@ class Builder:
                 return None
             if approval not in deps:
                 deps.append(approval)
-        tid = next_task_id(Plan(tasks=tuple(self.tasks)))
+        if self.fresh is None:
+            self.fresh = next_task_id(Plan(tasks=tuple(self.tasks)))
+        tid, self.fresh = self.fresh, f"t{int(self.fresh[1:]) + 1}"
         task = Task(
             id=tid, tool=tool.name, deps=tuple(deps), inputs=inputs,
             idempotency_key=f"{tool.name}:{tid}" if tool.risk == "write" else None,
