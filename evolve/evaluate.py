@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import pickle
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -111,13 +112,20 @@ class Payload:
 
 @dataclass(frozen=True)
 class PayloadFile:
-    """A payload pickled to a file; each worker process reads it once and keeps it."""
+    """A payload pickled to a file; each worker process reads it once and keeps it.
+
+    ``import_path`` is the run's ``sys.path``: a reused worker may have started
+    before a plugin's folder was added to it, and must find the plugin to read
+    the payload.
+    """
 
     path: str
+    import_path: tuple[str, ...] = ()
 
 
 @functools.lru_cache(maxsize=4)
-def read_payload(path: str) -> Payload:
+def read_payload(path: str, import_path: tuple[str, ...] = ()) -> Payload:
+    sys.path.extend(p for p in import_path if p not in sys.path)
     with open(path, "rb") as stream:
         payload = pickle.load(stream)
     assert isinstance(payload, Payload)
@@ -127,7 +135,8 @@ def read_payload(path: str) -> Payload:
 def evaluate_chunk(payload: Payload | PayloadFile, plans: Sequence[Plan],
                    timeout: float | None = None) -> list[Evaluation]:
     """The unit of work sent to a worker: many plans per call, so dispatch cost is amortised."""
-    resolved = read_payload(payload.path) if isinstance(payload, PayloadFile) else payload
+    resolved = (read_payload(payload.path, payload.import_path) if isinstance(payload, PayloadFile)
+                else payload)
     return [evaluate_plan(resolved.problem, plan, resolved.fitnesses, timeout) for plan in plans]
 
 
@@ -195,7 +204,7 @@ class Evaluator:
                 folder = Path(self.stack.enter_context(tempfile.TemporaryDirectory(prefix="evolve-")))
                 path = folder / "payload.pkl"
                 path.write_bytes(pickle.dumps(self.shipped))
-                self.shipped = PayloadFile(str(path))
+                self.shipped = PayloadFile(str(path), tuple(sys.path))
             scatter = [self.shipped] if self.backend == "dask" else None
             config = {"scatter": scatter, **extra} if self.backend == "dask" else {}
             self.stack.enter_context(parallel_config(backend=self.backend, **config))
