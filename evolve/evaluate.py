@@ -11,6 +11,7 @@ in a failed :class:`Evaluation` that carries the error.
 from __future__ import annotations
 
 import functools
+import os
 import pickle
 import signal
 import sys
@@ -132,6 +133,26 @@ def read_payload(path: str, import_path: tuple[str, ...] = ()) -> Payload:
     return payload
 
 
+def import_path(fitnesses: Sequence[Fitness]) -> tuple[str, ...]:
+    """``sys.path`` plus the folder each objective's top-level package was imported from.
+
+    A plugin may have been imported through a path entry that is gone since (or
+    found only in ``sys.modules``); the folder it came from lets a worker import it too.
+    """
+    path = list(sys.path)
+    for fitness in fitnesses:
+        top = sys.modules.get(getattr(fitness.fn, "__module__", "").split(".")[0])
+        locations = list(getattr(top, "__path__", None) or [])
+        module_file = getattr(top, "__file__", None)
+        if not locations and module_file:
+            locations = [str(module_file)]
+        for location in locations:
+            folder = os.path.dirname(location)  # the folder holding the package or module
+            if folder and folder not in path:
+                path.append(folder)
+    return tuple(path)
+
+
 def evaluate_chunk(payload: Payload | PayloadFile, plans: Sequence[Plan],
                    timeout: float | None = None) -> list[Evaluation]:
     """The unit of work sent to a worker: many plans per call, so dispatch cost is amortised."""
@@ -204,7 +225,7 @@ class Evaluator:
                 folder = Path(self.stack.enter_context(tempfile.TemporaryDirectory(prefix="evolve-")))
                 path = folder / "payload.pkl"
                 path.write_bytes(pickle.dumps(self.shipped))
-                self.shipped = PayloadFile(str(path), tuple(sys.path))
+                self.shipped = PayloadFile(str(path), import_path(self.fitnesses))
             scatter = [self.shipped] if self.backend == "dask" else None
             config = {"scatter": scatter, **extra} if self.backend == "dask" else {}
             self.stack.enter_context(parallel_config(backend=self.backend, **config))

@@ -99,6 +99,7 @@ def test_evolve_run_with_both_plugins_in_priority_order(
                   tmp_path / "lexicographic")
     best = summary["best"]
     assert isinstance(best, dict)
+    assert "failed" not in best, best
     assert list(best["values"]) == ["validity", "completeness", "approval_wait", "dollars"]
     assert summary["ranking"] == ("lexicographic: validity (min) > completeness (max) > "
                                   "approval_wait (min) > dollars (min)")
