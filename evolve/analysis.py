@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from evolve.graph import topological_order, upstream
-from evolve.plan import Plan, Task, parse_ref, refs_in_text
+from evolve.plan import Plan, Task
 from evolve.problem import Problem
 from evolve.validate import PlanError, produced_by
 
@@ -18,7 +18,7 @@ def sound_tasks(plan: Plan, errors: Sequence[PlanError]) -> set[str]:
     """Tasks with no error of their own, off any cycle, and with only sound tasks upstream."""
     tasks = plan.by_id()
     bad = {e.task for e in errors if e.task is not None}
-    deps = {tid: [d for d in t.deps if d in tasks and d != tid] for tid, t in tasks.items()}
+    deps = plan.dependency_map()
     sound: set[str] = set()
     for tid in topological_order(deps):
         intact = len(set(deps[tid])) == len(tasks[tid].deps)
@@ -47,10 +47,7 @@ def covered_criteria(problem: Problem, plan: Plan, errors: Sequence[PlanError]) 
 
 def data_sources(task: Task) -> list[str]:
     """Ids of the tasks whose outputs ``task`` reads (inputs and ``when``)."""
-    refs = [parse_ref(v) for v in task.inputs.values()]
-    if task.when:
-        refs += refs_in_text(task.when)
-    return [r.task for r in refs if r is not None and r.task is not None]
+    return [r.task for r in task.refs() if r.task is not None]
 
 
 def duplicates(plan: Plan) -> dict[str, str]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from evolve.analysis import contributing_tasks, data_sources, duplicates
 from evolve.construct import Builder, construct
-from evolve.graph import successors, topological_order
+from evolve.graph import successors, topological_order, upstream
 from evolve.patch import renamed
 from evolve.plan import Plan, Task, next_task_id, parse_ref, task_refs_deps
 from evolve.problem import Problem
@@ -261,7 +261,7 @@ def crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> P
         producers = [t for t in parent.tasks if criterion in (produced_by(problem, t) or ())]
         if not producers:
             continue
-        wanted = upstream_closure(parent, producers[0].id)
+        wanted = {producers[0].id} | upstream(producers[0].id, parent.dependency_map())
         closure = [t for t in parent.tasks if t.id in wanted]
         if parent is a:
             for task in closure:
@@ -281,19 +281,6 @@ def crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> P
     tasks += [t for tid, t in child.items() if tid not in in_a]
     plan = Plan(tasks=tuple(tasks), priority=a.priority)
     return plan.with_tasks(plan.tasks)
-
-
-def upstream_closure(plan: Plan, tid: str) -> set[str]:
-    tasks = plan.by_id()
-    seen: set[str] = set()
-    todo = [tid]
-    while todo:
-        cur = todo.pop()
-        if cur in seen or cur not in tasks:
-            continue
-        seen.add(cur)
-        todo.extend(tasks[cur].deps)
-    return seen
 
 
 Initializer = Callable[[Problem, np.random.Generator], Plan]

@@ -80,10 +80,7 @@ class Task:
 
     def refs(self) -> list[Ref]:
         """Every reference this task reads, from its inputs and its ``when`` condition."""
-        found = [ref for ref in (parse_ref(v) for v in self.inputs.values()) if ref is not None]
-        if self.when:
-            found.extend(refs_in_text(self.when))
-        return found
+        return read_refs(self.inputs, self.when)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -119,6 +116,12 @@ class Plan:
         """Tasks keyed by id (the last one wins when ids repeat; the validator reports that)."""
         return {task.id: task for task in self.tasks}
 
+    def dependency_map(self) -> dict[str, list[str]]:
+        """Each task's deps on other tasks that exist: the graph the validator, scheduler and
+        analysis walk (missing tasks and self-dependencies are reported, not followed)."""
+        tasks = self.by_id()
+        return {tid: [d for d in t.deps if d in tasks and d != tid] for tid, t in tasks.items()}
+
     def ids(self) -> list[str]:
         return [task.id for task in self.tasks]
 
@@ -152,15 +155,14 @@ def next_task_id(plan: Plan, prefix: str = "t") -> str:
     return f"{prefix}{highest + 1}"
 
 
+def read_refs(inputs: Mapping[str, Any], when: str | None = None) -> list[Ref]:
+    """Every reference that bound ``inputs`` (and a ``when`` condition) read; literals are skipped."""
+    found = [ref for ref in (parse_ref(v) for v in inputs.values()) if ref is not None]
+    if when:
+        found.extend(refs_in_text(when))
+    return found
+
+
 def task_refs_deps(inputs: Mapping[str, Any], when: str | None = None) -> tuple[str, ...]:
     """The upstream task ids that ``inputs`` (and ``when``) read, in first-seen order."""
-    seen: dict[str, None] = {}
-    for value in inputs.values():
-        ref = parse_ref(value)
-        if ref is not None and ref.task is not None:
-            seen[ref.task] = None
-    if when:
-        for ref in refs_in_text(when):
-            if ref.task is not None:
-                seen[ref.task] = None
-    return tuple(seen)
+    return tuple(dict.fromkeys(ref.task for ref in read_refs(inputs, when) if ref.task is not None))

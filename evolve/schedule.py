@@ -73,7 +73,7 @@ def schedule(problem: Problem, plan: Plan) -> Schedule:
     ``unscheduled`` so the caller can still score the rest.
     """
     tasks = plan.by_id()
-    deps = {tid: [d for d in t.deps if d in tasks and d != tid] for tid, t in tasks.items()}
+    deps = plan.dependency_map()
     order = topological_order(deps)
     placeable = set(order)
     deps = {tid: [d for d in deps[tid] if d in placeable] for tid in order}

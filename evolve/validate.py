@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from evolve.graph import find_cycle, topological_order, upstream
-from evolve.plan import Plan, Task, parse_ref, refs_in_text
+from evolve.plan import Plan, Task, parse_ref
 from evolve.problem import Problem
 
 
@@ -61,7 +61,7 @@ def check_cycles(plan: Plan, tasks: dict[str, Task]) -> Iterable[PlanError]:
     for tid, task in tasks.items():
         if tid in task.deps:
             yield PlanError("no-cycle", f"dependency cycle: {tid} -> {tid} (depends on itself)", tid)
-    deps = {tid: [d for d in t.deps if d in tasks and d != tid] for tid, t in tasks.items()}
+    deps = plan.dependency_map()
     order = topological_order(deps)
     if len(order) == len(deps):
         return
@@ -100,12 +100,7 @@ def check_task(problem: Problem, task: Task, tasks: dict[str, Task]) -> Iterable
                 )
         if tool.risk == "write" and not task.idempotency_key:
             yield PlanError("idempotency-key", f"write task ({tool.name}) has no idempotency_key", task.id)
-    refs = [parse_ref(v) for v in task.inputs.values()]
-    if task.when:
-        refs += refs_in_text(task.when)
-    for ref in refs:
-        if ref is None:
-            continue
+    for ref in task.refs():
         if ref.task is None:
             if ref.fact not in problem.initial:
                 yield PlanError("ref-initial", f"${ref.fact} is not an initial fact", task.id)
