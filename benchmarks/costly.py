@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from evolve.plan import Plan
-from evolve.problem import Problem
+from evolve.model.plan import Plan
+from evolve.model.problem import Problem
 from fitness import Context, fitness
 
 

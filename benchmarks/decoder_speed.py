@@ -14,12 +14,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from evolve.rcpsp.decode import (
+from evolve.problems.rcpsp.decode import (
     parallel_sgs_batch,
     serial_sgs_batch,
     serial_sgs_python,
 )
-from evolve.rcpsp.instance import RcpspInstance, load_instance, psplib_dir
+from evolve.problems.rcpsp.instance import RcpspInstance, load_instance, psplib_dir
 
 
 def random_lists(inst: RcpspInstance, count: int, seed: int) -> np.ndarray:

@@ -34,12 +34,12 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evolve.engine import SearchResult  # noqa: E402
 from evolve.llm import LLMOperator, make_llm_operator  # noqa: E402
-from evolve.load import load_problem  # noqa: E402
-from evolve.options import SearchOptions  # noqa: E402
-from evolve.problem import Problem  # noqa: E402
-from evolve.runner import run_search  # noqa: E402
+from evolve.problems import load_problem  # noqa: E402
+from evolve.model.problem import Problem  # noqa: E402
+from evolve.run.folder import run_search  # noqa: E402
+from evolve.search.loop import SearchResult  # noqa: E402
+from evolve.search.options import SearchOptions  # noqa: E402
 
 MODEL_ALIAS = "smollm2-135m-instruct"
 

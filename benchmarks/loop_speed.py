@@ -22,17 +22,17 @@ from pathlib import Path
 
 import numpy as np
 
-from evolve.construct import construct
-from evolve.engine import Search
-from evolve.evaluate import Evaluator, split
-from evolve.generate import generate_problem
-from evolve.load import load_problem
-from evolve.operators import STRUCTURAL
-from evolve.options import SearchOptions
-from evolve.problem import Problem
-from evolve.rank import Ranking
-from fitness.builtin import DEFAULT_OBJECTIVES
-from fitness.registry import resolve_all
+from evolve.fitness.builtin import DEFAULT_OBJECTIVES
+from evolve.fitness.registry import resolve_all
+from evolve.model.problem import Problem
+from evolve.problems import load_problem
+from evolve.problems.synthetic import generate_problem
+from evolve.run.evaluator import Evaluator, split
+from evolve.search.chaining import construct
+from evolve.search.loop import Search
+from evolve.search.operators import STRUCTURAL
+from evolve.search.options import SearchOptions
+from evolve.search.ranking import Ranking
 
 ROOT = Path(__file__).resolve().parent.parent
 

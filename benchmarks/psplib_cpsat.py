@@ -15,10 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-from evolve.rcpsp.bench import instance_seed, spread_sample
-from evolve.rcpsp.check import schedule_violations
-from evolve.rcpsp.instance import RcpspInstance, load_best_known, load_instance, set_files
-from evolve.rcpsp.search import solve
+from evolve.problems.rcpsp.bench import instance_seed, spread_sample
+from evolve.problems.rcpsp.check import schedule_violations
+from evolve.problems.rcpsp.instance import RcpspInstance, load_best_known, load_instance, set_files
+from evolve.problems.rcpsp.search import solve
 
 
 def cpsat_makespan(inst: RcpspInstance, seconds: float) -> tuple[int, float]:

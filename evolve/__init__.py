@@ -1,19 +1,21 @@
 """evolve: evolutionary search for the best plan (a task graph) for a planning problem."""
 
-from evolve.construct import Builder, construct
-from evolve.engine import Candidate, Search, SearchResult
-from evolve.errors import EvolveError, InputError
-from evolve.evaluate import Evaluation, Evaluator, evaluate_plan
-from evolve.load import load_plan, load_problem, plan_from_dict, problem_from_dict
-from evolve.operators import STRUCTURAL, OperatorSet
-from evolve.options import DEFAULTS, SearchOptions
-from evolve.patch import apply_patch, diff_plans
-from evolve.plan import Plan, Ref, Task, parse_ref, plan_hash
-from evolve.problem import Limits, Policy, Problem, Tool
-from evolve.rank import Ranking
-from evolve.runner import RunOutcome, run_search
-from evolve.schedule import Schedule, schedule
-from evolve.validate import PlanError, validate
+from evolve.fitness.evaluation import Evaluation, evaluate_plan
+from evolve.model.errors import EvolveError, InputError
+from evolve.model.files import load_plan, plan_from_dict, problem_from_dict
+from evolve.model.patch import apply_patch, diff_plans
+from evolve.model.plan import Plan, Ref, Task, parse_ref, plan_hash
+from evolve.model.problem import Limits, Policy, Problem, Tool
+from evolve.model.validate import PlanError, validate
+from evolve.problems import load_problem
+from evolve.run.evaluator import Evaluator
+from evolve.run.folder import RunOutcome, run_search
+from evolve.scheduling.reference import Schedule, schedule
+from evolve.search.chaining import Builder, construct
+from evolve.search.loop import Candidate, Search, SearchResult
+from evolve.search.operators import STRUCTURAL, OperatorSet
+from evolve.search.options import DEFAULTS, SearchOptions
+from evolve.search.ranking import Ranking
 
 __all__ = [
     "DEFAULTS",

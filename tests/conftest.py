@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from evolve.load import load_problem
-from evolve.problem import Problem
+from evolve.model.problem import Problem
+from evolve.problems import load_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

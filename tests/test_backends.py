@@ -57,7 +57,7 @@ def test_ray_matches_loky(tmp_path: Path) -> None:
 def test_unknown_backend_is_a_clear_error(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from evolve.cli import cli
+    from evolve.cli.main import cli
 
     result = CliRunner().invoke(cli, ["run", str(REFUND), "--backend", "dask", "--scheduler-address",
                                       "tcp://127.0.0.1:1", "--out", str(tmp_path / "x")])

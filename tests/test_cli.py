@@ -11,7 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from evolve.cli import cli
+from evolve.cli.main import cli
 
 PLAN_OK = {"tasks": [
     {"id": "t1", "tool": "orders.get", "inputs": {"order_id": "$order_id"}},

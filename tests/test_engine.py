@@ -11,21 +11,22 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evolve.construct import construct
-from evolve.engine import Candidate, Offspring, Search
-from evolve.evaluate import Evaluator
-from evolve.generate import generate_problem
-from evolve.load import load_plan, load_problem
-from evolve.operators import STRUCTURAL
-from evolve.options import SearchOptions
-from evolve.patch import apply_patch
-from evolve.plan import Plan, plan_hash
-from evolve.problem import Problem
-from evolve.rank import Ranking
-from evolve.runner import run_search
-from evolve.validate import validate
-from fitness.base import Context, as_fitness, fitness
-from fitness.registry import resolve_all
+from evolve.fitness.base import Context, as_fitness, fitness
+from evolve.fitness.registry import resolve_all
+from evolve.model.files import load_plan
+from evolve.model.patch import apply_patch
+from evolve.model.plan import Plan, plan_hash
+from evolve.model.problem import Problem
+from evolve.model.validate import validate
+from evolve.problems import load_problem
+from evolve.problems.synthetic import generate_problem
+from evolve.run.evaluator import Evaluator
+from evolve.run.folder import run_search
+from evolve.search.chaining import construct
+from evolve.search.loop import Candidate, Offspring, Search
+from evolve.search.operators import STRUCTURAL
+from evolve.search.options import SearchOptions
+from evolve.search.ranking import Ranking
 
 OBJECTIVES = ("validity", "completeness", "makespan", "minimality")
 OPERATOR_NAMES = {fn.__name__ for fn, _ in STRUCTURAL.mutations} | {

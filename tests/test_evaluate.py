@@ -9,12 +9,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from evolve.construct import construct
-from evolve.evaluate import Evaluation, Evaluator, evaluate_batch, evaluate_plan, resolve_jobs, split
-from evolve.plan import Plan, Task
-from evolve.problem import Problem
-from fitness.base import Context, Fitness, as_fitness, fitness
-from fitness.registry import resolve_all
+from evolve.fitness.base import Context, Fitness, as_fitness, fitness
+from evolve.fitness.evaluation import Evaluation, evaluate_plan
+from evolve.fitness.registry import resolve_all
+from evolve.model.plan import Plan, Task
+from evolve.model.problem import Problem
+from evolve.run.evaluator import Evaluator, evaluate_batch, resolve_jobs, split
+from evolve.search.chaining import construct
 
 BUILTIN = ("validity", "completeness", "makespan", "minimality")
 

@@ -75,7 +75,7 @@ def test_a_run_with_a_crashing_objective_completes(problem, tmp_path):  # type: 
 
 
 def test_timeout_needs_a_process_backend(problem):  # type: ignore[no-untyped-def]
-    from evolve.backends import BackendError
+    from evolve.run.backends import BackendError
 
     with pytest.raises(BackendError, match="process backend"):
         Evaluator(problem, resolve_all(["validity"]), jobs=2, backend="threading", eval_timeout=1.0)

@@ -15,11 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evolve.plan import Plan, Task, parse_ref
-from evolve.problem import Problem
-from evolve.validate import validate
-from fitness import BUILTINS, Context, Fitness, as_fitness, fitness
-from fitness.testing import (
+from evolve.fitness.testing import (
     ConformanceError,
     check_fitness,
     invalid_plans,
@@ -30,6 +26,10 @@ from fitness.testing import (
     renamings,
     valid_plans,
 )
+from evolve.model.plan import Plan, Task, parse_ref
+from evolve.model.problem import Problem
+from evolve.model.validate import validate
+from fitness import BUILTINS, Context, Fitness, as_fitness, fitness
 
 EXAMPLES = 40  # per check: enough to catch each broken plugin below, in about a second
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evolve.cli import cli
-from evolve.load import load_problem
-from evolve.plan import Plan, Task
+from evolve.cli.main import cli
+from evolve.fitness.testing import check_fitness
+from evolve.model.plan import Plan, Task
+from evolve.problems import load_problem
 from fitness import Context, resolve
-from fitness.testing import check_fitness
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGINS = REPO / "examples" / "plugins"

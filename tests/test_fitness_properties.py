@@ -12,10 +12,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from evolve.analysis import contributing_tasks, data_sources
-from evolve.plan import Plan
-from evolve.problem import Problem
-from evolve.validate import produced_by, validate
+from evolve.fitness.testing import plans, problems, valid_plans, without_task
+from evolve.model.coverage import contributing_tasks, data_sources
+from evolve.model.plan import Plan
+from evolve.model.problem import Problem
+from evolve.model.validate import produced_by, validate
 from fitness import (
     Context,
     completeness,
@@ -26,7 +27,6 @@ from fitness import (
     redundant_deps,
     risk,
 )
-from fitness.testing import plans, problems, valid_plans, without_task
 
 FAST = settings(max_examples=40, deadline=None)
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evolve.evaluate import evaluate_plan
-from evolve.plan import Plan, Task
-from evolve.problem import Problem, Tool
+from evolve.fitness.evaluation import evaluate_plan
+from evolve.model.plan import Plan, Task
+from evolve.model.problem import Problem, Tool
 from fitness import (
     BUILTINS,
     Context,
@@ -219,7 +219,7 @@ def test_an_objective_selected_twice_is_an_error() -> None:
         resolve_all(["cost", "validity", "cost"])
 
 
-@pytest.mark.parametrize("first", ["fitness.base", "fitness.testing"])
+@pytest.mark.parametrize("first", ["evolve.fitness.base", "evolve.fitness.testing"])
 def test_the_fitness_package_can_be_imported_first(first: str) -> None:
     """A worker unpickling a plugin, or a plugin's own module, imports ``fitness`` before ``evolve``."""
     done = subprocess.run([sys.executable, "-c", f"import {first}"], capture_output=True, text=True,

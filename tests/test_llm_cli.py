@@ -8,7 +8,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from evolve.cli import cli
+from evolve.cli.main import cli
 from evolve.llm.testing import Scripted, ScriptedServer
 
 REFUND = Path(__file__).resolve().parent.parent / "examples" / "refund.yaml"

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from evolve.engine import Candidate
-from evolve.evaluate import Evaluation
+from evolve.fitness.evaluation import Evaluation
 from evolve.llm import CallError, ChatClient, LLMOperator, ReplyCache, cache_key, make_llm_operator
 from evolve.llm.factory import api_key_from_env
 from evolve.llm.operator import Job
 from evolve.llm.testing import Scripted, ScriptedServer
-from evolve.plan import Plan
+from evolve.model.plan import Plan
+from evolve.search.loop import Candidate
 
 MESSAGES = [{"role": "user", "content": "say something useful"}]
 

@@ -6,14 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from evolve.engine import Candidate
-from evolve.evaluate import evaluate_plan
+from evolve.fitness.builtin import BUILTINS
+from evolve.fitness.evaluation import evaluate_plan
+from evolve.fitness.registry import resolve_all
 from evolve.llm import Templates, build_messages
-from evolve.load import load_problem, plan_from_dict
-from evolve.plan import Plan, plan_hash
-from evolve.problem import Problem
-from fitness.builtin import BUILTINS
-from fitness.registry import resolve_all
+from evolve.model.files import plan_from_dict
+from evolve.model.plan import Plan, plan_hash
+from evolve.model.problem import Problem
+from evolve.problems import load_problem
+from evolve.search.loop import Candidate
 
 ROOT = Path(__file__).resolve().parents[1]
 

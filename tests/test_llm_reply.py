@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from evolve.llm.reply import Rejected, child_from_reply, extract_json, patch_schema
-from evolve.load import load_problem, plan_from_dict
-from evolve.plan import Plan
-from evolve.problem import Problem
-from evolve.validate import validate
+from evolve.model.files import plan_from_dict
+from evolve.model.plan import Plan
+from evolve.model.problem import Problem
+from evolve.model.validate import validate
+from evolve.problems import load_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 PATCH = {"update": [{"id": "t2", "tool": "runtime.compare_captures"}], "reason": "faster"}

@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from evolve.engine import SearchResult
 from evolve.llm import LLMOperator, make_llm_operator
 from evolve.llm.testing import Script, Scripted, ScriptedServer
-from evolve.load import load_problem
-from evolve.options import SearchOptions
-from evolve.problem import Problem
-from evolve.runner import run_search
+from evolve.model.problem import Problem
+from evolve.problems import load_problem
+from evolve.run.folder import run_search
+from evolve.search.loop import SearchResult
+from evolve.search.options import SearchOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 

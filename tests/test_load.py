@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 import yaml
 
-from evolve.errors import InputError
-from evolve.generate import generate_document, generate_problem
-from evolve.load import load_plan, load_problem, plan_from_dict, problem_from_dict
-from evolve.plan import Plan, Task
-from evolve.problem import Limits, Policy, Problem
+from evolve.model.errors import InputError
+from evolve.model.files import load_plan, plan_from_dict, problem_from_dict
+from evolve.problems import load_problem
+from evolve.model.plan import Plan, Task
+from evolve.model.problem import Limits, Policy, Problem
+from evolve.problems.synthetic import generate_document, generate_problem
 
 GOOD: dict[str, Any] = {
     "name": "tiny",
@@ -260,11 +261,11 @@ def test_bad_plan_names_file_and_key_path(tmp_path: Path, data: Any, key_path: s
     assert words in info.value.message
 
 
-# -- generated problems (evolve.generate): documents that the strict loader accepts -----------
+# -- generated problems (evolve.problems.synthetic): documents that the strict loader accepts -----------
 
 @pytest.mark.parametrize(("tools", "seed"), [(4, 0), (9, 1), (60, 1), (200, 7)])
 def test_generated_problem_has_the_promised_features(tools: int, seed: int) -> None:
-    from evolve.generate import reachable_facts
+    from evolve.problems.synthetic import reachable_facts
 
     problem = generate_problem(tools, seed)
     assert len(problem.tools) == tools
@@ -299,13 +300,16 @@ def test_generator_options_and_limits() -> None:
 
 
 @pytest.mark.parametrize("suffix", [".yaml", ".json"])
-def test_generator_script_mode_writes_a_loadable_file(tmp_path: Path, suffix: str) -> None:
-    from evolve.generate import main
+def test_generate_command_writes_a_loadable_file(tmp_path: Path, suffix: str) -> None:
+    from click.testing import CliRunner
+
+    from evolve.cli import cli
 
     out = tmp_path / f"gen{suffix}"
-    assert main(["--tools", "25", "--seed", "2", "--out", str(out)]) == 0
+    result = CliRunner().invoke(cli, ["generate", "--tools", "25", "--seed", "2", "--out", str(out)])
+    assert result.exit_code == 0, result.output
     assert load_problem(out) == generate_problem(25, seed=2)
-    assert main(["--tools", "2"]) == 2
+    assert CliRunner().invoke(cli, ["generate", "--tools", "2"]).exit_code == 2
 
 
 def test_pipeline_example_is_the_generator_output(pipeline_path: Path) -> None:

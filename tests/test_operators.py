@@ -11,10 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evolve.analysis import contributing_tasks, covered_criteria
-from evolve.construct import construct
-from evolve.engine import choose
-from evolve.operators import (
+from evolve.model.coverage import contributing_tasks, covered_criteria
+from evolve.model.plan import Plan, Task, parse_ref
+from evolve.model.problem import Problem
+from evolve.model.validate import validate
+from evolve.search.chaining import construct
+from evolve.search.loop import choose
+from evolve.search.operators import (
     STRUCTURAL,
     add_dep,
     add_task,
@@ -27,9 +30,6 @@ from evolve.operators import (
     rewire,
     swap_tool,
 )
-from evolve.plan import Plan, Task, parse_ref
-from evolve.problem import Problem
-from evolve.validate import validate
 
 MUTATIONS = [fn for fn, _ in STRUCTURAL.mutations]
 SEEDS = st.integers(0, 2**32 - 1)

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evolve.construct import construct
-from evolve.errors import InputError
-from evolve.operators import STRUCTURAL
-from evolve.patch import apply_patch, diff_plans, renamed
-from evolve.plan import Plan, Task
-from evolve.problem import Problem
+from evolve.model.errors import InputError
+from evolve.model.patch import apply_patch, diff_plans, renamed
+from evolve.model.plan import Plan, Task
+from evolve.model.problem import Problem
+from evolve.search.chaining import construct
+from evolve.search.operators import STRUCTURAL
 
 A = Plan(tasks=(
     Task("t1", "orders.get", inputs={"order_id": "$order_id"}),

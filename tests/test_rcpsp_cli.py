@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evolve.rcpsp.check import schedule_violations
-from evolve.rcpsp.cli import bench
-from evolve.rcpsp.instance import load_instance, psplib_dir
+from evolve.cli.bench import bench
+from evolve.problems.rcpsp.check import schedule_violations
+from evolve.problems.rcpsp.instance import load_instance, psplib_dir
 
 DATA = psplib_dir()
 needs_data = pytest.mark.skipif(not (DATA / "j30").is_dir(), reason=f"PSPLIB data not found at {DATA}")

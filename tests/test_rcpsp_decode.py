@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evolve.rcpsp.check import schedule_violations
-from evolve.rcpsp.decode import (
+from evolve.problems.rcpsp.check import schedule_violations
+from evolve.problems.rcpsp.decode import (
     forward_backward_improvement,
     makespan,
     parallel_sgs,
@@ -19,7 +19,7 @@ from evolve.rcpsp.decode import (
     serial_sgs_batch,
     serial_sgs_python,
 )
-from evolve.rcpsp.instance import (
+from evolve.problems.rcpsp.instance import (
     RcpspInstance,
     critical_path_bound,
     from_arrays,

@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from evolve import SearchOptions, load_problem, run_search, schedule, validate
-from evolve.cli import cli
-from evolve.operators import default_operators
-from evolve.rcpsp import load_best_known, load_instance, psplib_dir, schedule_violations, serial_sgs
-from evolve.rcpsp.operators import ACTIVITY_LIST, activity_list, sample_list
-from evolve.rcpsp.problem import instance_of
+from evolve.cli.main import cli
+from evolve.problems import default_operators
+from evolve.problems.rcpsp import load_best_known, load_instance, psplib_dir, schedule_violations, serial_sgs
+from evolve.problems.rcpsp.operators import ACTIVITY_LIST, activity_list, sample_list
+from evolve.problems.rcpsp.problem import instance_of
 
 DATA = psplib_dir()
 pytestmark = pytest.mark.skipif(not (DATA / "j30").is_dir(), reason="PSPLIB data not found")

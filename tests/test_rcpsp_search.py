@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evolve.rcpsp.check import schedule_violations
-from evolve.rcpsp.decode import serial_sgs
-from evolve.rcpsp.instance import critical_path_bound, load_best_known, load_instance, psplib_dir
-from evolve.rcpsp.search import GaParams, solve
+from evolve.problems.rcpsp.check import schedule_violations
+from evolve.problems.rcpsp.decode import serial_sgs
+from evolve.problems.rcpsp.instance import critical_path_bound, load_best_known, load_instance, psplib_dir
+from evolve.problems.rcpsp.search import GaParams, solve
 
 DATA = psplib_dir()
 pytestmark = pytest.mark.skipif(not (DATA / "j30").is_dir(), reason=f"PSPLIB data not found at {DATA}")

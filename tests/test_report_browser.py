@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from evolve.options import SearchOptions
-from evolve.problem import Problem
+from evolve.model.problem import Problem
 from evolve.report import write_report
 from evolve.report.assets import ERRORS_JS
-from evolve.runner import run_search
+from evolve.run.folder import run_search
+from evolve.search.options import SearchOptions
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

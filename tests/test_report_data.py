@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from evolve.options import SearchOptions
-from evolve.problem import Problem
-from evolve.rank import Ranking
+from evolve.fitness.registry import resolve_all
+from evolve.model.problem import Problem
 from evolve.report.data import RunError, load_run
 from evolve.report.history import describe_patch, final_population, lineage, ranking_from
 from evolve.report.timeline import usage_steps
-from evolve.runner import RunOutcome, run_search
-from fitness.registry import resolve_all
+from evolve.run.folder import RunOutcome, run_search
+from evolve.search.options import SearchOptions
+from evolve.search.ranking import Ranking
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from evolve.options import SearchOptions
-from evolve.problem import Problem
+from evolve.cli.report import COMMANDS, report, show
+from evolve.model.problem import Problem
 from evolve.report import write_report
-from evolve.report.cli import COMMANDS, report, show
-from evolve.runner import RunOutcome, run_search
+from evolve.run.folder import RunOutcome, run_search
+from evolve.search.options import SearchOptions
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from evolve.options import SearchOptions
-from evolve.problem import Problem
-from evolve.report.cli import plot
+from evolve.cli.report import plot
+from evolve.model.problem import Problem
 from evolve.report.data import load_run
 from evolve.report.plots import CRITICAL, NORMAL, PlotError, convergence_figure, gantt_figure, save_plot
-from evolve.runner import RunOutcome, run_search
+from evolve.run.folder import RunOutcome, run_search
+from evolve.search.options import SearchOptions
 
 
 @pytest.fixture(scope="module")

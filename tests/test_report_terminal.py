@@ -6,13 +6,14 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from evolve.load import load_problem, plan_from_dict
-from evolve.options import SearchOptions
-from evolve.problem import Limits, Problem, Tool
-from evolve.report.cli import show
+from evolve.cli.report import show
+from evolve.model.files import plan_from_dict
+from evolve.model.problem import Limits, Problem, Tool
+from evolve.problems import load_problem
 from evolve.report.terminal import CRITICAL, NORMAL, SLACK, text_gantt
 from evolve.report.timeline import timeline_of
-from evolve.runner import run_search
+from evolve.run.folder import run_search
+from evolve.search.options import SearchOptions
 
 PROBLEM = Problem(
     tools={"fetch": Tool("fetch", 10.0), "scan": Tool("scan", 25.0), "sum": Tool("sum", 20.0),

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evolve.cli import cli
+from evolve.cli.main import cli
 
 REFUND = Path(__file__).resolve().parent.parent / "examples" / "refund.yaml"
 ARGS = ["--generations", "150", "--population", "16", "--keep", "6", "--seed", "11", "--jobs", "1"]
 
 
 def evolve_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from evolve.cli import main; main()", "run", str(REFUND), *args]
+    return [sys.executable, "-c", "from evolve.cli.main import main; main()", "run", str(REFUND), *args]
 
 
 def generations_done(folder: Path) -> int:

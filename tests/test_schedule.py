@@ -10,9 +10,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evolve.plan import Plan, Task
-from evolve.problem import Limits, Problem, Tool
-from evolve.schedule import Schedule, schedule
+from evolve.model.plan import Plan, Task
+from evolve.model.problem import Limits, Problem, Tool
+from evolve.scheduling.reference import Schedule, schedule
 
 
 def worked_problem(max_parallel: int | None = None) -> Problem:

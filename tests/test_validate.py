@@ -10,10 +10,10 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evolve.graph import topological_order
-from evolve.plan import Plan, Task
-from evolve.problem import Limits, Policy, Problem, Tool
-from evolve.validate import PlanError, validate
+from evolve.model.graph import topological_order
+from evolve.model.plan import Plan, Task
+from evolve.model.problem import Limits, Policy, Problem, Tool
+from evolve.model.validate import PlanError, validate
 
 TOOLS = {
     "a": Tool("a", 100, inputs=("x",), outputs=("y",), scope="s1"),

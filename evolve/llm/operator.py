@@ -20,13 +20,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from evolve.engine import Candidate, Offspring
 from evolve.llm.cache import ReplyCache, cache_key, prompt_hash
 from evolve.llm.client import CallError, ChatClient
 from evolve.llm.prompt import Templates, build_messages
 from evolve.llm.reply import Rejected, child_from_reply, patch_schema
 from evolve.llm.usage import Usage
-from evolve.problem import Problem
+from evolve.model.problem import Problem
+from evolve.search.loop import Candidate, Offspring
 
 ResponseFormat = Literal["json_schema", "json_object", "json_object_schema", "none"]
 RESPONSE_FORMATS: tuple[ResponseFormat, ...] = (

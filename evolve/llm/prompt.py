@@ -21,12 +21,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
-from evolve.analysis import contributing_tasks, covered_criteria
-from evolve.evaluate import Evaluation
-from evolve.plan import Plan, Task
-from evolve.problem import Problem
-from evolve.schedule import schedule
-from evolve.validate import validate
+from evolve.fitness.evaluation import Evaluation
+from evolve.model.coverage import contributing_tasks, covered_criteria
+from evolve.model.plan import Plan, Task
+from evolve.model.problem import Problem
+from evolve.model.validate import validate
+from evolve.scheduling.reference import schedule
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
 FIELDS = ("problem", "tools", "parent_id", "parent_plan", "parent_evaluation",

@@ -2,7 +2,7 @@
 
 The reply is parsed as JSON (code fences and chatter around one JSON object are
 tolerated, since not every endpoint has a JSON mode), checked against the patch
-schema and applied to a copy of the parent with :func:`evolve.patch.apply_patch`.
+schema and applied to a copy of the parent with :func:`evolve.model.patch.apply_patch`.
 Anything that names a task or tool that does not exist is rejected with a short
 reason word, so the run can count rejections by cause. Nothing in the reply is
 ever executed or evaluated; semantic faults that still leave a well-formed plan
@@ -17,10 +17,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from evolve.errors import InputError
-from evolve.patch import apply_patch
-from evolve.plan import Plan, Task, plan_hash, task_refs_deps
-from evolve.problem import Problem
+from evolve.model.errors import InputError
+from evolve.model.patch import apply_patch
+from evolve.model.plan import Plan, Task, plan_hash, task_refs_deps
+from evolve.model.problem import Problem
 
 MAX_REPLY_CHARS = 100_000
 MAX_ADDED_TASKS = 24

@@ -1,7 +1,7 @@
 """What people look at after a run: the HTML report, plots and the terminal Gantt chart.
 
 ``write_report(run_dir)`` is the entry point ``evolve run`` calls at the end of a
-run; ``evolve.report.cli`` holds the ``report``, ``plot`` and ``show`` commands.
+run; ``evolve.cli.report`` holds the ``report``, ``plot`` and ``show`` commands.
 matplotlib is imported only by :func:`save_plot`, when a plot is asked for.
 """
 

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evolve.errors import EvolveError, InputError
-from evolve.load import load_problem, plan_from_dict
-from evolve.plan import Plan
-from evolve.problem import Problem
+from evolve.model.errors import EvolveError, InputError
+from evolve.model.files import plan_from_dict
+from evolve.model.plan import Plan
+from evolve.model.problem import Problem
+from evolve.problems import load_problem
 from evolve.report.timeline import Timeline, timeline_from_times, timeline_of
 
 CANDIDATE_KEYS = frozenset({

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evolve.evaluate import Evaluation
-from evolve.rank import Ranking
+from evolve.fitness.base import Direction
+from evolve.fitness.evaluation import Evaluation
 from evolve.report.data import CandidateRecord, Run
-from fitness.base import Direction
+from evolve.search.ranking import Ranking
 
 TERM = re.compile(r"(?:(?P<weight>[-+0-9.eE]+)\*)?(?P<name>\S+) \((?P<dir>min|max)\)")
 

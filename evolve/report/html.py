@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from evolve.problem import Problem
+from evolve.model.problem import Problem
 from evolve.report.assets import CHECK_JS, CSP, CSS, ERRORS_JS, PAGE_JS
 from evolve.report.convergence_svg import convergence_svgs
 from evolve.report.data import CandidateRecord, Run, load_run

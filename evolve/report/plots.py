@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from evolve.errors import EvolveError
+from evolve.model.errors import EvolveError
 from evolve.report.data import Run
 from evolve.report.history import ranking_from
 from evolve.report.timeline import Timeline

@@ -12,10 +12,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from evolve.graph import levels, topological_order
-from evolve.plan import Plan
-from evolve.problem import Problem
-from evolve.schedule import Capacity, demand_vector, schedule
+from evolve.model.graph import levels, topological_order
+from evolve.model.plan import Plan
+from evolve.model.problem import Problem
+from evolve.scheduling.reference import Capacity, demand_vector, schedule
 
 
 @dataclass(frozen=True)

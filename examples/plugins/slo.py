@@ -10,8 +10,7 @@ the context, rather than simulating the plan again.
 
 from __future__ import annotations
 
-from evolve.plan import Plan
-from evolve.problem import Problem
+from evolve import Plan, Problem
 from fitness import Context, fitness
 
 

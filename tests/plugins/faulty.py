@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import time
 
-from evolve.plan import Plan, plan_hash
-from evolve.problem import Problem
+from evolve.model.plan import Plan, plan_hash
+from evolve.model.problem import Problem
 from fitness import Context, fitness
 
 

@@ -6,8 +6,7 @@ from pathlib import Path
 
 from evolve_budget import dollars
 
-from evolve.load import load_problem
-from evolve.plan import Plan, Task
+from evolve import Plan, Task, load_problem
 from fitness import Context
 from fitness.testing import check_fitness
 

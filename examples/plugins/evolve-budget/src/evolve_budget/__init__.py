@@ -7,8 +7,7 @@ that number, packaged so that ``pip install`` is all it takes to offer it.
 
 from __future__ import annotations
 
-from evolve.plan import Plan
-from evolve.problem import Problem
+from evolve import Plan, Problem
 from fitness import Context, fitness
 
 PRICE_PER_LLM_CALL = 0.01

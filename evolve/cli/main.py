@@ -1,0 +1,323 @@
+"""The ``evolve`` command line.
+
+Bad input ends in one line on stderr naming the file, the key and the fault,
+with exit status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from evolve.cli.bench import bench
+from evolve.cli.common import friendly
+from evolve.cli.report import COMMANDS as REPORT_COMMANDS
+from evolve.fitness.builtin import DEFAULT_OBJECTIVES
+from evolve.fitness.registry import resolve_all, survey
+from evolve.llm.factory import DEFAULT_SHARE, make_llm_operator
+from evolve.llm.operator import RESPONSE_FORMATS
+from evolve.model.errors import EvolveError
+from evolve.model.files import load_plan
+from evolve.model.plan import Plan
+from evolve.model.problem import Problem
+from evolve.model.validate import validate
+from evolve.problems import load_problem
+from evolve.problems.synthetic import generate_document, save_document
+from evolve.report import write_report
+from evolve.run.backends import BACKENDS
+from evolve.run.folder import new_run_dir, run_search
+from evolve.scheduling.reference import Schedule, schedule
+from evolve.search.options import DEFAULTS, SearchOptions
+
+
+@click.group()
+@click.version_option(package_name="evolve")
+def cli() -> None:
+    """evolve: evolutionary search for the best plan (task graph) for a planning problem."""
+
+
+def read_problem(path: str) -> Problem:
+    return load_problem(path)
+
+
+@cli.command()
+@click.argument("problem_file", type=click.Path(dir_okay=False))
+@click.option("--generations", type=click.IntRange(min=0), default=DEFAULTS.generations, show_default=True)
+@click.option("--population", type=click.IntRange(min=2), default=DEFAULTS.population, show_default=True)
+@click.option("--keep", type=click.IntRange(min=1), default=DEFAULTS.keep, show_default=True,
+              help="How many of the best survive each generation.")
+@click.option("--seed", type=int, default=DEFAULTS.seed, show_default=True)
+@click.option("--jobs", type=int, default=None, help="Worker processes (default: every core).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Run folder (default: a new folder under runs/).")
+@click.option("--fitness", "fitness_specs", multiple=True,
+              help="Objective by name (see `evolve fitness list`) or package.module:function; "
+                   "repeat, in priority order. "
+                   f"Default: {', '.join(DEFAULT_OBJECTIVES)}.")
+@click.option("--weights", default=None,
+              help="Comma-separated weights, one per --fitness: rank by a weighted sum instead.")
+@click.option("--backend", type=click.Choice(BACKENDS), default=DEFAULTS.backend, show_default=True,
+              help="joblib backend for parallel evaluation.")
+@click.option("--scheduler-address", default=None,
+              help="Address of a running Dask scheduler or Ray cluster (default: a local one).")
+@click.option("--eval-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds one evaluation may take; past it the candidate is scored as failed.")
+@click.option("--isolate/--no-isolate", default=None,
+              help="Run every evaluation in a worker process, so a crashing objective costs only its "
+                   "candidate (default: on when a plugin objective or --eval-timeout is used).")
+@click.option("--max-evaluations", type=click.IntRange(min=1), default=None,
+              help="Stop after this many evaluations (checked after each generation).")
+@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stop after this much wall time (checked after each generation).")
+@click.option("--target", "targets", multiple=True, metavar="NAME=VALUE",
+              help="Stop once the best plan is feasible and reaches VALUE on objective NAME.")
+@click.option("--patience", type=click.IntRange(min=1), default=None,
+              help="Stop after this many generations without improvement.")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="Continue the run in this folder from its last checkpoint.")
+@click.option("--operator", type=click.Choice(["random", "llm"]), default="random", show_default=True,
+              help="How children are made: random structural operators, or also an LLM proposing patches.")
+@click.option("--llm-base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")
+@click.option("--llm-model", default=None, help="Model name the endpoint serves.")
+@click.option("--llm-ratio", type=click.FloatRange(0, 1), default=DEFAULT_SHARE, show_default=True,
+              help="Share of each generation's children made by the LLM (the rest: random operators).")
+@click.option("--llm-max-calls", type=click.IntRange(min=0), default=None,
+              help="At most this many LLM proposals in the run.")
+@click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds one LLM call may take (default 60).")
+@click.option("--llm-concurrency", type=click.IntRange(min=1), default=None,
+              help="LLM calls in flight at once (default 4).")
+@click.option("--llm-response-format", type=click.Choice(RESPONSE_FORMATS), default=None,
+              help="How JSON is asked for (default json_object).")
+@click.option("--llm-prompt-dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="Folder with system.txt and/or user.txt replacing the shipped prompt templates.")
+@click.option("--llm-cache-dir", type=click.Path(file_okay=False), default=None,
+              help="Where LLM replies are cached (default ~/.cache/evolve/llm).")
+@click.option("--no-report", is_flag=True, help="Do not write report.html at the end of the run.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@friendly
+def run(problem_file: str, generations: int, population: int, keep: int, seed: int,
+        jobs: int | None, out_dir: str | None, fitness_specs: tuple[str, ...], weights: str | None,
+        backend: str, scheduler_address: str | None, eval_timeout: float | None,
+        isolate: bool | None, max_evaluations: int | None, max_seconds: float | None,
+        targets: tuple[str, ...], patience: int | None, resume_dir: str | None, operator: str,
+        llm_base_url: str | None, llm_model: str | None, llm_ratio: float, llm_max_calls: int | None,
+        llm_timeout: float | None, llm_concurrency: int | None, llm_response_format: str | None,
+        llm_prompt_dir: str | None, llm_cache_dir: str | None, no_report: bool, as_json: bool) -> None:
+    """Search for the best plan for PROBLEM_FILE and write it to a run folder.
+
+    A run writes a checkpoint after every generation; one that was stopped
+    (Ctrl-C, a crash, a killed machine) continues with the same command plus
+    --resume RUN_DIR.
+    """
+    problem = read_problem(problem_file)
+    if resume_dir is not None and out_dir is not None and Path(out_dir) != Path(resume_dir):
+        raise click.BadParameter("--out and --resume name different folders", param_hint="--out")
+    options = SearchOptions(
+        population=population, keep=keep, generations=generations, seed=seed, jobs=jobs,
+        backend=backend, scheduler_address=scheduler_address, eval_timeout=eval_timeout,
+        isolate=isolate, max_evaluations=max_evaluations, max_seconds=max_seconds,
+        target=parse_targets(targets), patience=patience)
+    fitnesses = resolve_all(fitness_specs or DEFAULT_OBJECTIVES)
+    weight_list = parse_weights(weights, len(fitnesses))
+    began = time.perf_counter()
+
+    def progress(event: dict[str, Any]) -> None:
+        if as_json:
+            return
+        rate = event["evaluations"] / max(time.perf_counter() - began, 1e-9)
+        values = "  ".join(f"{k}={v:g}" for k, v in event["best_values"].items())
+        click.echo(f"gen {event['generation']:>3}/{generations}  best {values}  "
+                   f"({event['evaluations']} evals, {rate:.0f}/s)", err=True)
+
+    folder = Path(resume_dir or out_dir or new_run_dir())
+    try:
+        with ExitStack() as stack:
+            proposer = None
+            if operator == "llm":
+                if not llm_base_url or not llm_model:
+                    raise click.UsageError("--operator llm needs --llm-base-url and --llm-model")
+                settings: dict[str, Any] = {"max_calls": llm_max_calls, "timeout": llm_timeout,
+                            "concurrency": llm_concurrency, "response_format": llm_response_format,
+                            "prompt_dir": llm_prompt_dir, "cache_dir": llm_cache_dir}
+                proposer = stack.enter_context(make_llm_operator(
+                    llm_base_url, llm_model, **{k: v for k, v in settings.items() if v is not None}))
+            outcome = run_search(
+                problem, options=options, fitnesses=fitnesses, weights=weight_list, out_dir=folder,
+                resume=resume_dir is not None, on_generation=progress, proposer=proposer,
+                proposer_share=llm_ratio if proposer is not None else 0.0,
+                extra_summary=(lambda: {"llm": proposer.usage_summary()}) if proposer is not None else None)
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted: the last completed generation is checkpointed; continue with "
+                   f"the same command and --resume {folder}", err=True)
+        sys.exit(130)
+    written = ["best.json", "summary.json", "events.jsonl"]
+    if not no_report:
+        try:
+            written.append(write_report(outcome.out_dir, problem=problem).name)
+        except EvolveError as exc:
+            click.echo(f"warning: the run is complete but its report failed: {exc}", err=True)
+    if as_json:
+        click.echo(json.dumps({**outcome.summary, "out": str(outcome.out_dir)}, indent=2))
+        return
+    best = outcome.result.best
+    sched = schedule(problem, best.plan)
+    click.echo(f"\nbest plan {best.id} ({best.operator}, generation {best.generation}): "
+               f"{len(best.plan.tasks)} tasks, makespan {sched.makespan:g}, "
+               f"{'feasible' if best.evaluation.feasible else 'NOT feasible'}")
+    for error in best.evaluation.errors:
+        click.echo(f"  error: {error}")
+    click.echo(schedule_table(best.plan, sched, problem))
+    click.echo(f"\nwritten to {outcome.out_dir}/ ({', '.join(written)})")
+
+
+def parse_targets(items: tuple[str, ...]) -> dict[str, float]:
+    targets: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            targets[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--target")
+    return targets
+
+
+def parse_weights(text: str | None, count: int) -> list[float] | None:
+    if text is None:
+        return None
+    try:
+        weights = [float(w) for w in text.split(",")]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated numbers, got {text!r}",
+                                 param_hint="--weights") from None
+    if len(weights) != count:
+        raise click.BadParameter(f"{len(weights)} weights for {count} objectives", param_hint="--weights")
+    return weights
+
+
+@cli.command(name="validate")
+@click.argument("plan_file", type=click.Path(dir_okay=False))
+@click.option("--problem", "problem_file", required=True, type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+@friendly
+def validate_cmd(plan_file: str, problem_file: str, as_json: bool) -> None:
+    """Check PLAN_FILE against a problem: exit 0 when valid, 1 when not, 2 when unreadable."""
+    problem, plan = read_problem(problem_file), load_plan(plan_file)
+    errors = validate(problem, plan)
+    if as_json:
+        click.echo(json.dumps({"valid": not errors, "errors": [
+            {"rule": e.rule, "task": e.task, "message": e.message} for e in errors]}, indent=2))
+    elif errors:
+        for error in errors:
+            click.echo(str(error))
+    else:
+        click.echo(f"{plan_file}: valid ({len(plan.tasks)} tasks)")
+    sys.exit(1 if errors else 0)
+
+
+@cli.command(name="schedule")
+@click.argument("plan_file", type=click.Path(dir_okay=False))
+@click.option("--problem", "problem_file", required=True, type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+@friendly
+def schedule_cmd(plan_file: str, problem_file: str, as_json: bool) -> None:
+    """Simulate PLAN_FILE: makespan, critical path, slack and waves."""
+    problem, plan = read_problem(problem_file), load_plan(plan_file)
+    sched = schedule(problem, plan)
+    if as_json:
+        click.echo(json.dumps({
+            "makespan": sched.makespan, "critical_path": list(sched.critical_path),
+            "critical_path_length": sched.critical_path_length, "schedule": sched.to_dict(),
+            "slack": dict(sched.slack), "waves": [list(w) for w in sched.waves],
+            "unscheduled": list(sched.unscheduled)}, indent=2))
+        return
+    click.echo(schedule_table(plan, sched, problem))
+
+
+def schedule_table(plan: Plan, sched: Schedule, problem: Problem) -> str:
+    """A plain-text table of the schedule, critical tasks marked with ``*``."""
+    tasks = plan.by_id()
+    critical = set(sched.critical_path)
+    rows = [f"{'task':<8} {'tool':<28} {'start':>9} {'finish':>9} {'slack':>8}  wave"]
+    wave_of = {tid: i for i, wave in enumerate(sched.waves) for tid in wave}
+    for tid in sorted(sched.start, key=lambda t: (sched.start[t], t)):
+        mark = "*" if tid in critical else " "
+        rows.append(f"{tid + mark:<8} {tasks[tid].tool:<28} {sched.start[tid]:>9g} "
+                    f"{sched.finish[tid]:>9g} {sched.slack[tid]:>8g}  {wave_of[tid]}")
+    rows.append(f"makespan {sched.makespan:g}; critical path ({sched.critical_path_length:g}): "
+                f"{' -> '.join(sched.critical_path) or '-'}")
+    if sched.unscheduled:
+        rows.append(f"not schedulable (on or behind a cycle): {', '.join(sched.unscheduled)}")
+    return "\n".join(rows)
+
+
+@cli.group(name="fitness")
+def fitness_group() -> None:
+    """Fitness functions: what is available and where it comes from."""
+
+
+@fitness_group.command(name="list")
+@click.option("--json", "as_json", is_flag=True)
+@friendly
+def fitness_list(as_json: bool) -> None:
+    """List every fitness function: built-ins and installed plugins, with where each comes from.
+
+    Plugins that fail to load are listed on stderr, and the exit status is then 1.
+    """
+    result = survey()
+    found = result.found
+    if as_json:
+        click.echo(json.dumps([{
+            "name": f.name, "direction": f.direction, "low": f.spec.low, "high": f.spec.high,
+            "source": f.source, "description": f.spec.description} for f in found.values()], indent=2))
+    else:
+        name_width = max((len(n) for n in found), default=4) + 2
+        source_width = max((len(f.source) for f in found.values()), default=6) + 2
+        for f in found.values():
+            click.echo(f"{f.name:<{name_width}}{f.direction:<5}{f.source:<{source_width}}{f.spec.description}")
+    for problem in result.problems:
+        click.echo(f"error: {problem}", err=True)
+    if result.problems:
+        sys.exit(1)
+
+
+@cli.command(name="generate")
+@click.option("--tools", type=int, default=60, show_default=True, help="Number of tools (>= 4).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--name", default=None, help="The problem's name.")
+@click.option("--no-approval", is_flag=True, help="Do not require approval for write tools.")
+@click.option("--no-resources", is_flag=True, help="No renewable resources.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
+              help="File to write (.yaml or .json); default: print YAML.")
+@friendly
+def generate_cmd(tools: int, seed: int, name: str | None, no_approval: bool, no_resources: bool,
+                 out_file: str | None) -> None:
+    """Generate a random, solvable planning problem of any size (for tests and benchmarks)."""
+    doc = generate_document(tools, seed, write_requires_approval=not no_approval,
+                            resources=not no_resources, name=name)
+    if out_file is None:
+        click.echo(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=100), nl=False)
+        return
+    save_document(doc, out_file)
+    click.echo(f"wrote {out_file} ({len(doc['tools'])} tools, criteria: {', '.join(doc['criteria'])})",
+               err=True)
+
+
+for command in (*REPORT_COMMANDS, bench):
+    cli.add_command(command)
+
+
+def main() -> None:
+    cli(prog_name="evolve")
+
+
+__all__ = ["cli", "main"]

@@ -1,0 +1,77 @@
+"""The ``report``, ``plot`` and ``show`` commands, for ``evolve.cli.main`` to register.
+
+They live here rather than in ``evolve/cli.py`` so the report package stays one
+piece; bad input ends as one line on stderr with exit status 2, as everywhere
+in the ``evolve`` command line.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from evolve.cli.common import friendly
+from evolve.model.files import load_plan
+from evolve.problems import load_problem
+from evolve.report.data import load_run
+from evolve.report.html import write_report
+from evolve.report.plots import KINDS, save_plot
+from evolve.report.terminal import text_gantt
+from evolve.report.timeline import timeline_of
+
+PROBLEM_HELP = "The run's problem file, when the run folder has no problem.json."
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("--problem", "problem_file", type=click.Path(dir_okay=False), default=None, help=PROBLEM_HELP)
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
+              help="Where to write the HTML (default: RUN_DIR/report.html).")
+@friendly
+def report(run_dir: str, problem_file: str | None, out_file: str | None) -> None:
+    """Write the run's HTML report: one self-contained file that opens offline."""
+    path = write_report(run_dir, problem=problem_file, out=out_file)
+    click.echo(str(path))
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("--kind", type=click.Choice(KINDS), required=True)
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), required=True,
+              help="FILE.png or FILE.svg.")
+@click.option("--problem", "problem_file", type=click.Path(dir_okay=False), default=None, help=PROBLEM_HELP)
+@friendly
+def plot(run_dir: str, kind: str, out_file: str, problem_file: str | None) -> None:
+    """Save the best plan's Gantt chart or the convergence plot (needs the plot extra)."""
+    path = save_plot(load_run(run_dir, problem_file), kind, out_file)
+    click.echo(str(path))
+
+
+@click.command()
+@click.argument("plan_file", type=click.Path())
+@click.option("--problem", "problem_file", type=click.Path(dir_okay=False), default=None,
+              help="The problem file (optional when PLAN is a run folder with problem.json).")
+@click.option("--width", type=click.IntRange(min=40), default=None,
+              help="Line width (default: the terminal's).")
+@click.option("--color/--no-color", default=None, help="Colour the bars (default: when a terminal).")
+@friendly
+def show(plan_file: str, problem_file: str | None, width: int | None, color: bool | None) -> None:
+    """Print PLAN's Gantt chart and critical path as text. PLAN may be a run folder."""
+    plan_path = Path(plan_file)
+    if plan_path.is_dir():
+        if problem_file is None and (plan_path / "problem.json").is_file():
+            problem_file = str(plan_path / "problem.json")
+        plan_path = plan_path / "best.json"
+    if problem_file is None:
+        raise click.UsageError("--problem is required (the plan alone does not say how long tasks take)")
+    problem, plan = load_problem(problem_file), load_plan(plan_path)
+    columns = width or shutil.get_terminal_size((100, 24)).columns
+    use_color = sys.stdout.isatty() if color is None else color
+    click.echo(text_gantt(timeline_of(problem, plan), width=columns, color=use_color), color=use_color)
+
+
+COMMANDS = (report, plot, show)
+"""Register with ``for command in COMMANDS: cli.add_command(command)``."""

@@ -1,0 +1,43 @@
+"""Fitness functions: the contract, the built-ins and the plugin registry."""
+
+
+from evolve.fitness.base import Context, Direction, Fitness, FitnessError, FitnessSpec, as_fitness, fitness
+from evolve.fitness.builtin import (
+    BUILTINS,
+    DEFAULT_OBJECTIVES,
+    completeness,
+    cost,
+    llm_calls,
+    makespan,
+    minimality,
+    redundant_deps,
+    risk,
+    validity,
+)
+from evolve.fitness.registry import ENTRY_POINT_GROUP, Survey, available, resolve, resolve_all, survey
+
+__all__ = [
+    "BUILTINS",
+    "DEFAULT_OBJECTIVES",
+    "ENTRY_POINT_GROUP",
+    "Context",
+    "Direction",
+    "Fitness",
+    "FitnessError",
+    "FitnessSpec",
+    "Survey",
+    "as_fitness",
+    "available",
+    "completeness",
+    "cost",
+    "fitness",
+    "llm_calls",
+    "makespan",
+    "minimality",
+    "redundant_deps",
+    "resolve",
+    "resolve_all",
+    "risk",
+    "survey",
+    "validity",
+]

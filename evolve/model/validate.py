@@ -1,0 +1,167 @@
+"""The validator: every rule a plan must satisfy before it may run.
+
+A pure function of (problem, plan). It never stops at the first error: a search
+needs to know *how* wrong a candidate is, and a person needs every fix at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from evolve.model.graph import find_cycle, topological_order, upstream
+from evolve.model.plan import Plan, Task, parse_ref
+from evolve.model.problem import Problem
+
+
+@dataclass(frozen=True)
+class PlanError:
+    """One broken rule. ``task`` is the offending task's id, or ``None`` for plan-wide rules."""
+
+    rule: str
+    message: str
+    task: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.task}: {self.message}" if self.task else self.message
+
+
+def validate(problem: Problem, plan: Plan) -> list[PlanError]:
+    """Every error in ``plan`` against ``problem``; an empty list means the plan may run."""
+    errors: list[PlanError] = []
+    tasks = plan.by_id()
+    errors += check_ids(plan)
+    errors += check_deps(plan, tasks)
+    errors += check_cycles(plan, tasks)
+    for task in plan.tasks:
+        errors += check_task(problem, task, tasks)
+    errors += check_policy(problem, plan, tasks)
+    errors += check_limits(problem, plan)
+    errors += check_template(problem, tasks)
+    errors += check_priority(plan, tasks)
+    return errors
+
+
+def check_ids(plan: Plan) -> Iterable[PlanError]:
+    seen: set[str] = set()
+    for task in plan.tasks:
+        if task.id in seen:
+            yield PlanError("unique-id", f"task id {task.id!r} is used more than once", task.id)
+        seen.add(task.id)
+
+
+def check_deps(plan: Plan, tasks: dict[str, Task]) -> Iterable[PlanError]:
+    for task in plan.tasks:
+        for dep in task.deps:
+            if dep not in tasks:
+                yield PlanError("dep-exists", f"depends on missing task {dep!r}", task.id)
+
+
+def check_cycles(plan: Plan, tasks: dict[str, Task]) -> Iterable[PlanError]:
+    for tid, task in tasks.items():
+        if tid in task.deps:
+            yield PlanError("no-cycle", f"dependency cycle: {tid} -> {tid} (depends on itself)", tid)
+    deps = plan.dependency_map()
+    order = topological_order(deps)
+    if len(order) == len(deps):
+        return
+    stuck = [tid for tid in tasks if tid not in set(order)]
+    cycle = find_cycle({tid: deps[tid] for tid in stuck})
+    on_cycle = set(cycle)
+    behind = [tid for tid in stuck if tid not in on_cycle]
+    message = "dependency cycle: " + " -> ".join([*cycle, cycle[0]])
+    if behind:
+        message += f" (blocked behind it: {', '.join(behind)})"
+    yield PlanError("no-cycle", message, None)
+
+
+def check_task(problem: Problem, task: Task, tasks: dict[str, Task]) -> Iterable[PlanError]:
+    tool = problem.tools.get(task.tool)
+    if tool is None:
+        yield PlanError("tool-registered", f"unknown tool {task.tool!r}", task.id)
+    else:
+        if not problem.scope_granted(tool.scope):
+            yield PlanError("scope-granted", f"tool {tool.name} needs scope {tool.scope!r}, not granted",
+                            task.id)
+        for out in task.outputs:
+            if out not in tool.outputs:
+                yield PlanError("output-declared",
+                                f"declares output {out!r} that {tool.name} does not produce", task.id)
+        for fact in tool.inputs:
+            if fact not in task.inputs:
+                yield PlanError("input-bound", f"input {fact!r} of {tool.name} is not bound", task.id)
+                continue
+            ref = parse_ref(task.inputs[fact])
+            if ref is None or ref.fact != fact:
+                yield PlanError(
+                    "input-bound",
+                    f"input {fact!r} must be bound to ${fact} or $<task>.{fact}, got {task.inputs[fact]!r}",
+                    task.id,
+                )
+        if tool.risk == "write" and not task.idempotency_key:
+            yield PlanError("idempotency-key", f"write task ({tool.name}) has no idempotency_key", task.id)
+    for ref in task.refs():
+        if ref.task is None:
+            if ref.fact not in problem.initial:
+                yield PlanError("ref-initial", f"${ref.fact} is not an initial fact", task.id)
+            continue
+        source = tasks.get(ref.task)
+        if source is None:
+            yield PlanError("ref-task", f"{ref} reads missing task {ref.task!r}", task.id)
+            continue
+        if ref.task not in task.deps:
+            yield PlanError("ref-dep", f"{ref} reads {ref.task}, which is not among its deps", task.id)
+        produced = produced_by(problem, source)
+        if produced is not None and ref.fact not in produced:
+            yield PlanError("ref-output", f"{ref}: task {ref.task} does not output {ref.fact!r}", task.id)
+
+
+def produced_by(problem: Problem, task: Task) -> tuple[str, ...] | None:
+    """The facts a task makes: its declared outputs, else all its tool's; ``None`` if unknown tool."""
+    tool = problem.tools.get(task.tool)
+    if tool is None:
+        return None
+    return task.outputs or tool.outputs
+
+
+def check_policy(problem: Problem, plan: Plan, tasks: dict[str, Task]) -> Iterable[PlanError]:
+    if not problem.policy.write_requires_approval:
+        return
+    deps = {tid: [d for d in t.deps if d in tasks] for tid, t in tasks.items()}
+    for task in plan.tasks:
+        tool = problem.tools.get(task.tool)
+        if tool is None or tool.risk != "write":
+            continue
+        approved = any(
+            (up_tool := problem.tools.get(tasks[up].tool)) is not None and up_tool.risk == "approval"
+            for up in upstream(task.id, deps)
+        )
+        if not approved:
+            yield PlanError("write-approval", "write task does not depend on an approval task", task.id)
+
+
+def check_limits(problem: Problem, plan: Plan) -> Iterable[PlanError]:
+    limit = problem.limits.max_tasks
+    if limit is not None and len(plan.tasks) > limit:
+        yield PlanError("max-tasks", f"{len(plan.tasks)} tasks, more than max_tasks={limit}")
+
+
+def check_template(problem: Problem, tasks: dict[str, Task]) -> Iterable[PlanError]:
+    template = problem.template
+    if not isinstance(template, Plan):
+        return
+    for kept in template.tasks:
+        task = tasks.get(kept.id)
+        if task is None or task.tool != kept.tool:
+            yield PlanError("template", f"template task {kept.id} ({kept.tool}) is missing", kept.id)
+        elif not set(kept.deps) <= set(task.deps):
+            lost = sorted(set(kept.deps) - set(task.deps))
+            yield PlanError("template", f"template dependencies dropped: {', '.join(lost)}", kept.id)
+
+
+def check_priority(plan: Plan, tasks: dict[str, Task]) -> Iterable[PlanError]:
+    if plan.priority is None:
+        return
+    for tid in plan.priority:
+        if tid not in tasks:
+            yield PlanError("priority", f"priority names missing task {tid!r}")

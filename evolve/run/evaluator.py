@@ -1,0 +1,285 @@
+"""Scoring candidates, in this process or across a joblib pool.
+
+Evaluation is a pure function of (problem, plan, fitness functions), so where it
+runs never changes the result: that is what makes ``--seed`` reproducible for
+any ``--jobs``. Nothing a fitness function does costs more than its own
+candidate: an exception, a hang past ``eval_timeout`` (stopped by a signal in
+the process running it, or by killing that process), or a dead worker all end
+in a failed :class:`Evaluation` that carries the error.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pickle
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from joblib import Parallel, cpu_count, delayed, parallel_config
+
+from evolve.fitness.base import Fitness
+from evolve.fitness.evaluation import Evaluation, evaluate_plan
+from evolve.model.plan import Plan
+from evolve.model.problem import Problem
+from evolve.run.backends import BackendError, backend_session
+
+
+@dataclass(frozen=True)
+class Payload:
+    """What every evaluation needs besides the plan: sent to each worker once, not per plan."""
+
+    problem: Problem
+    fitnesses: tuple[Fitness, ...]
+
+
+@dataclass(frozen=True)
+class PayloadFile:
+    """A payload pickled to a file; each worker process reads it once and keeps it.
+
+    ``import_path`` is the run's ``sys.path``: a reused worker may have started
+    before a plugin's folder was added to it, and must find the plugin to read
+    the payload.
+    """
+
+    path: str
+    import_path: tuple[str, ...] = ()
+
+
+@functools.lru_cache(maxsize=4)
+def read_payload(path: str, import_path: tuple[str, ...] = ()) -> Payload:
+    sys.path.extend(p for p in import_path if p not in sys.path)
+    with open(path, "rb") as stream:
+        payload = pickle.load(stream)
+    assert isinstance(payload, Payload)
+    return payload
+
+
+def import_path(fitnesses: Sequence[Fitness]) -> tuple[str, ...]:
+    """``sys.path`` plus the folder each objective's top-level package was imported from.
+
+    A plugin may have been imported through a path entry that is gone since (or
+    found only in ``sys.modules``); the folder it came from lets a worker import it too.
+    """
+    path = list(sys.path)
+    for fitness in fitnesses:
+        top = sys.modules.get(getattr(fitness.fn, "__module__", "").split(".")[0])
+        locations = list(getattr(top, "__path__", None) or [])
+        module_file = getattr(top, "__file__", None)
+        if not locations and module_file:
+            locations = [str(module_file)]
+        for location in locations:
+            folder = os.path.dirname(location)  # the folder holding the package or module
+            if folder and folder not in path:
+                path.append(folder)
+    return tuple(path)
+
+
+def evaluate_chunk(payload: Payload | PayloadFile, plans: Sequence[Plan],
+                   timeout: float | None = None) -> list[Evaluation]:
+    """The unit of work sent to a worker: many plans per call, so dispatch cost is amortised."""
+    resolved = (read_payload(payload.path, payload.import_path) if isinstance(payload, PayloadFile)
+                else payload)
+    return [evaluate_plan(resolved.problem, plan, resolved.fitnesses, timeout) for plan in plans]
+
+
+def evaluate_batch(problem: Problem, plans: Sequence[Plan], fitnesses: Sequence[Fitness],
+                   timeout: float | None = None) -> list[Evaluation]:
+    """Score ``plans`` in this process."""
+    return evaluate_chunk(Payload(problem, tuple(fitnesses)), plans, timeout)
+
+
+class Evaluator:
+    """Evaluates lists of plans, keeping one joblib pool open for the whole run.
+
+    Work goes out as one chunk per worker. Built-in objectives are trusted: when a
+    chunk is measured to be cheaper than ``min_parallel_seconds`` it is scored in
+    this process, since shipping it would cost more than it saves. With
+    ``isolate`` (the default when a plugin objective or an ``eval_timeout`` is
+    set) every evaluation goes to a worker process, so that even a crash costs
+    one candidate and never the run. When a call to the pool fails (a
+    worker died, or a hang could only be ended by killing it), each plan of it
+    is retried alone, which names the culprit and scores everyone else.
+    """
+
+    def __init__(self, problem: Problem, fitnesses: Sequence[Fitness], *, jobs: int | None = None,
+                 backend: str = "loky", scheduler_address: str | None = None,
+                 eval_timeout: float | None = None, isolate: bool | None = None,
+                 min_parallel_seconds: float = 0.05, kill_grace: float = 5.0) -> None:
+        if eval_timeout is not None and backend == "threading":
+            raise BackendError("--eval-timeout needs a process backend (loky, dask or ray): "
+                               "a thread cannot be stopped")
+        self.problem = problem
+        self.fitnesses = tuple(fitnesses)
+        self.jobs = resolve_jobs(jobs)
+        self.backend = backend
+        self.scheduler_address = scheduler_address
+        self.eval_timeout = eval_timeout
+        self.min_parallel_seconds = min_parallel_seconds
+        self.kill_grace = kill_grace
+        if isolate is None:
+            isolate = eval_timeout is not None or any(f.source != "builtin" for f in self.fitnesses)
+        self.trusted = not isolate
+        self.seconds_per_plan: float | None = None
+        self.pool_seconds_per_plan: float | None = None
+        self.reprobe = 10
+        self.since_probe = 0
+        self.probing = False
+        self.evaluations = 0
+        self.worker_failures = 0
+        self.parallel: Parallel | None = None
+        self.shipped: Payload | PayloadFile = Payload(problem, self.fitnesses)
+        self.stack = ExitStack()
+
+    def __enter__(self) -> Evaluator:
+        if self.backend in ("dask", "ray"):
+            self.open_pool()  # a cluster was asked for: fail now if it cannot be reached
+        return self
+
+    def open_pool(self) -> Parallel:
+        """Start the workers on first need: a run whose batches all stay in-process never pays
+        for a pool."""
+        if self.parallel is not None:
+            return self.parallel
+        try:
+            extra = self.stack.enter_context(backend_session(self.backend, self.jobs, self.scheduler_address))
+            if self.backend == "loky":
+                folder = Path(self.stack.enter_context(tempfile.TemporaryDirectory(prefix="evolve-")))
+                path = folder / "payload.pkl"
+                path.write_bytes(pickle.dumps(self.shipped))
+                self.shipped = PayloadFile(str(path), import_path(self.fitnesses))
+            scatter = [self.shipped] if self.backend == "dask" else None
+            config = {"scatter": scatter, **extra} if self.backend == "dask" else {}
+            self.stack.enter_context(parallel_config(backend=self.backend, **config))
+            # joblib runs n_jobs=1 in this very process, which isolates nothing: an isolated
+            # single-job run gets a pool of two workers and sends its one chunk to one of them
+            workers = 2 if self.jobs == 1 and not self.trusted else self.jobs
+            self.parallel = self.stack.enter_context(Parallel(n_jobs=workers))
+        except BaseException:
+            self.stack.close()
+            raise
+        return self.parallel
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.parallel = None
+        self.stack.close()
+
+    def evaluate(self, plans: Sequence[Plan]) -> list[Evaluation]:
+        """Evaluations of ``plans``, in the same order."""
+        if not plans:
+            return []
+        began = time.perf_counter()
+        count = len(plans)
+        local = self.in_process(count)
+        if local:
+            out = evaluate_chunk(Payload(self.problem, self.fitnesses), plans, self.eval_timeout)
+        else:
+            out = [ev for chunk in self.run_chunks(split(list(plans), self.jobs)) for ev in chunk]
+        per_plan = (time.perf_counter() - began) / count
+        preferred_here = self.prefers_here()
+        if local:
+            self.seconds_per_plan = average(self.seconds_per_plan, per_plan)
+        else:
+            self.pool_seconds_per_plan = average(self.pool_seconds_per_plan, per_plan)
+        if self.probing and self.prefers_here() == preferred_here:
+            self.reprobe = min(2 * self.reprobe, 320)  # the probe confirmed the choice: probe less
+        self.evaluations += count
+        return out
+
+    def in_process(self, count: int) -> bool:
+        """Whether scoring here is both safe (trusted objectives) and cheaper than shipping.
+
+        The choice compares measured wall time per plan on both paths: here, and
+        through the pool (shipping, workers and collection included). The pool is
+        first tried once a call's work here exceeds ``min_parallel_seconds``; then
+        every ``reprobe`` calls the path not taken is measured again, as costs
+        drift while plans grow or shrink, less often each time a probe confirms
+        the choice.
+        """
+        if self.jobs == 1 and self.backend in ("loky", "threading"):
+            return self.trusted
+        if not self.trusted:
+            return False
+        here, pool = self.seconds_per_plan, self.pool_seconds_per_plan
+        self.probing = False
+        if count < 2 or here is None:
+            return True  # a first, in-process measurement decides the next calls
+        if pool is None:
+            return here * count < self.min_parallel_seconds
+        self.since_probe += 1
+        if self.since_probe >= self.reprobe and here * count >= self.min_parallel_seconds:
+            self.since_probe, self.probing = 0, True
+            return not self.prefers_here()
+        return self.prefers_here()
+
+    def prefers_here(self) -> bool:
+        """Whether the measurements so far favour this process over the pool."""
+        here, pool = self.seconds_per_plan, self.pool_seconds_per_plan
+        return here is not None and (pool is None or here <= pool)
+
+    def run_chunks(self, chunks: list[list[Plan]]) -> list[list[Evaluation]]:
+        parallel = self.open_pool()
+        longest = max(len(c) for c in chunks)
+        parallel.timeout = self.hard_timeout(longest)
+        try:
+            return list(parallel(
+                delayed(evaluate_chunk)(self.shipped, chunk, self.eval_timeout) for chunk in chunks))
+        except Exception:
+            self.worker_failures += 1
+            return [[self.run_alone(plan) for plan in chunk] for chunk in chunks]
+
+    def run_alone(self, plan: Plan) -> Evaluation:
+        """Score one plan in a worker of its own call; a failure of the call is this plan's."""
+        parallel = self.open_pool()
+        parallel.timeout = self.hard_timeout(1)
+        try:
+            calls = [delayed(evaluate_chunk)(self.shipped, [plan], self.eval_timeout)]
+            evaluation: Evaluation = next(iter(parallel(calls)))[0]
+            return evaluation
+        except Exception as exc:
+            kind = type(exc).__name__
+            if "Timeout" in kind:
+                return Evaluation(failed=f"EvaluationTimeout: worker killed after {self.hard_timeout(1):g}s")
+            return Evaluation(failed=f"WorkerDied: the worker process evaluating this plan died ({kind}: "
+                                     f"{str(exc).splitlines()[0] if str(exc) else ''})")
+
+    def hard_timeout(self, plans: int) -> float | None:
+        """How long a call may run before its workers are killed: a backstop for hangs that the
+        in-worker signal cannot interrupt (e.g. inside C code)."""
+        if self.eval_timeout is None:
+            return None
+        return self.eval_timeout * plans + self.kill_grace
+
+
+def average(previous: float | None, value: float, weight: float = 0.3) -> float:
+    """An exponential moving average, so one noisy measurement does not flip the choice."""
+    return value if previous is None else (1 - weight) * previous + weight * value
+
+
+def resolve_jobs(jobs: int | None) -> int:
+    """``None`` or 0 means every core; negative counts back from it, as in joblib."""
+    cores = int(cpu_count())
+    if not jobs:
+        return cores
+    if jobs < 0:
+        return max(1, cores + 1 + jobs)
+    return int(jobs)
+
+
+def split(items: list[Plan], parts: int) -> list[list[Plan]]:
+    """``items`` cut into at most ``parts`` contiguous chunks of near-equal size."""
+    parts = max(1, min(parts, len(items)))
+    size, extra = divmod(len(items), parts)
+    chunks, begin = [], 0
+    for i in range(parts):
+        end = begin + size + (1 if i < extra else 0)
+        chunks.append(items[begin:end])
+        begin = end
+    return chunks

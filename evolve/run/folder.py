@@ -1,0 +1,171 @@
+"""A run on disk: wires the engine's parts together and writes the run folder.
+
+The folder holds ``best.json`` (the best plan with its schedule), ``summary.json``
+(fitness, options, counters, wall time) and ``events.jsonl`` (one event a line).
+``best.json`` and ``events.jsonl`` depend only on the problem, options and seed,
+so they are byte-identical across ``--jobs``; wall time lives in the summary.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any
+
+from evolve.fitness.base import Fitness
+from evolve.fitness.builtin import DEFAULT_OBJECTIVES
+from evolve.fitness.registry import resolve_all
+from evolve.model.files import problem_to_dict
+from evolve.model.problem import Problem
+from evolve.problems import default_operators
+from evolve.run import checkpoint
+from evolve.run.checkpoint import fingerprint
+from evolve.run.evaluator import Evaluator
+from evolve.scheduling.reference import schedule
+from evolve.search.loop import Proposer, Search, SearchResult
+from evolve.search.operators import OperatorSet
+from evolve.search.options import SearchOptions
+from evolve.search.ranking import Ranking
+
+
+@dataclass
+class RunOutcome:
+    """A finished run: where it was written and what it found."""
+
+    out_dir: Path
+    result: SearchResult
+    summary: dict[str, Any]
+
+
+def new_run_dir(root: str | Path = "runs") -> Path:
+    """A fresh folder under ``root`` named by the time, never reusing an existing one."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    base = Path(root)
+    for n in range(1000):
+        path = base / (stamp if n == 0 else f"{stamp}-{n}")
+        if not path.exists():
+            path.mkdir(parents=True)
+            return path
+    raise RuntimeError(f"cannot create a new run folder under {base}")
+
+
+def dump_json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
+
+
+def run_search(
+    problem: Problem,
+    *,
+    options: SearchOptions,
+    fitnesses: Sequence[Fitness] | None = None,
+    weights: Sequence[float] | None = None,
+    operators: OperatorSet | None = None,
+    proposer: Proposer | None = None,
+    proposer_share: float = 0.0,
+    out_dir: str | Path | None = None,
+    resume: bool = False,
+    on_generation: Callable[[dict[str, Any]], None] | None = None,
+    extra_summary: Callable[[], dict[str, Any]] | None = None,
+) -> RunOutcome:
+    """Search ``problem`` and write the run folder. The programmatic twin of ``evolve run``.
+
+    With ``resume=True`` the search continues from ``out_dir``'s checkpoint, which
+    must have been made for the same problem, objectives and options.
+    """
+    fitnesses = list(fitnesses) if fitnesses is not None else resolve_all(DEFAULT_OBJECTIVES)
+    operators = operators if operators is not None else default_operators(problem)
+    ranking = Ranking.of(fitnesses, weights)
+    unknown = [name for name in options.target if name not in ranking.objectives]
+    if unknown:
+        raise ValueError(f"--target names {', '.join(unknown)}, not among the objectives "
+                         f"({', '.join(ranking.objectives)})")
+    if resume and out_dir is None:
+        raise ValueError("resuming needs the run folder")
+    out = Path(out_dir) if out_dir is not None else new_run_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    identity = {
+        "problem": fingerprint(problem_to_dict(problem)),
+        "options": fingerprint(options.fingerprint()),
+        "ranking": ranking.describe(),
+        "operators": operator_names(operators, proposer, proposer_share),
+    }
+    restored = checkpoint.load(out, identity) if resume else None
+    (out / "problem.json").write_text(dump_json(problem_to_dict(problem)))
+    events_path = out / "events.jsonl"
+    if restored is not None:
+        with events_path.open("r+b") as stream:
+            stream.truncate(restored.events_bytes)
+    began = time.perf_counter()
+    with events_path.open("a" if restored else "w", encoding="utf-8") as events, \
+            checkpoint.Writer(out, identity) as checkpoints, \
+            Evaluator(problem, fitnesses, jobs=options.jobs, backend=options.backend,
+                      scheduler_address=options.scheduler_address,
+                      eval_timeout=options.eval_timeout, isolate=options.isolate) as evaluator:
+
+        def save_checkpoint(search: Search) -> None:
+            events.flush()
+            checkpoints.save(search.state(), events.tell())
+
+        search = Search(problem, operators=operators, evaluator=evaluator, ranking=ranking,
+                        options=options, on_event=event_writer(events, on_generation),
+                        proposer=proposer, proposer_share=proposer_share,
+                        on_generation=save_checkpoint)
+        if restored is not None:
+            search.restore(restored.state)
+        result = search.run()
+        jobs = evaluator.jobs
+        worker_failures = evaluator.worker_failures
+    seconds = time.perf_counter() - began
+    best = result.best
+    sched = schedule(problem, best.plan)
+    (out / "best.json").write_text(dump_json({**best.plan.to_dict(), "schedule": sched.to_dict()}))
+    failed = sum(1 for ev in search.cache.values() if ev.failed is not None)
+    summary = {
+        "problem": problem.name,
+        "best": {
+            "id": best.id, "hash": best.hash, "generation": best.generation,
+            "operator": best.operator, **best.evaluation.to_dict(),
+            "makespan": sched.makespan, "critical_path": list(sched.critical_path),
+            "tasks": len(best.plan.tasks),
+        },
+        "ranking": ranking.describe(),
+        "options": {**options.to_dict(), "jobs": jobs},
+        "generations": search.generation,
+        "stop_reason": result.stop_reason,
+        "evaluations": result.evaluations,
+        "failed_evaluations": failed,
+        "worker_failures": worker_failures,
+        "cache_hits": result.cache_hits,
+        "resumed": restored is not None,
+        "seconds": round(search.seconds, 3),
+        "session_seconds": round(seconds, 3),
+        "evaluations_per_second": (round(result.evaluations / search.seconds, 1)
+                                   if search.seconds > 0 else None),
+        **(extra_summary() if extra_summary is not None else {}),
+    }
+    (out / "summary.json").write_text(dump_json(summary))
+    return RunOutcome(out_dir=out, result=result, summary=summary)
+
+
+def operator_names(operators: OperatorSet, proposer: Proposer | None, share: float) -> str:
+    """The operator mix as text, part of a checkpoint's identity."""
+    parts = [f"{fn.__name__}:{w:g}" for fn, w in operators.mutations]
+    parts += [f"{fn.__name__}:{w:g}" for fn, w in operators.crossovers]
+    parts.append(f"crossover_rate:{operators.crossover_rate:g}")
+    if proposer is not None:
+        parts.append(f"{proposer.name}:{share:g}")
+    return ",".join(parts)
+
+
+def event_writer(stream: IO[str], on_generation: Callable[[dict[str, Any]], None] | None
+                 ) -> Callable[[dict[str, Any]], None]:
+    """An event sink appending JSON lines, and telling ``on_generation`` at each generation's end."""
+    def write(event: dict[str, Any]) -> None:
+        stream.write(json.dumps(event, sort_keys=True, default=str) + "\n")
+        if on_generation is not None and event.get("event") == "generation_end":
+            on_generation(event)
+    return write

@@ -1,0 +1,312 @@
+"""The search loop: keep the best, breed children from them, score, repeat.
+
+The engine is given everything it uses (operators, evaluator, ranking) rather
+than importing it, so a caller can swap any part. Every child draws from its own
+random stream, derived from ``(seed, generation, index)``: results depend on the
+seed alone, never on which worker ran what.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from statistics import median
+from typing import Any, Protocol
+
+import numpy as np
+
+from evolve.fitness.evaluation import Evaluation
+from evolve.model.patch import diff_plans
+from evolve.model.plan import Plan, plan_hash
+from evolve.model.problem import Problem
+from evolve.search.operators import OperatorSet
+from evolve.search.options import SearchOptions
+from evolve.search.ranking import Ranking
+
+EventSink = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Offspring:
+    """A child before scoring. ``plan`` is ``None`` when a proposer could not make one; its
+    ``meta`` (e.g. why an LLM patch was rejected) then rides on the fallback child's event."""
+
+    plan: Plan | None
+    parents: tuple[str, ...] = ()
+    operator: str = "construct"
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Evaluator(Protocol):
+    """Scores plans, in order: the loop's one seam to wherever evaluation runs (this process, a
+    joblib pool, a Dask or Ray cluster; see :class:`evolve.run.evaluator.Evaluator`)."""
+
+    def evaluate(self, plans: Sequence[Plan]) -> list[Evaluation]: ...
+
+
+class Proposer(Protocol):
+    """Makes several children at once, e.g. an LLM operator that calls its endpoint concurrently.
+
+    ``indices`` are the children's positions in the generation; the proposer derives
+    any randomness from ``(seed, generation, index)`` so results stay reproducible.
+    """
+
+    name: str
+
+    def propose(self, problem: Problem, parents: Sequence[Candidate], indices: Sequence[int],
+                generation: int, seed: int) -> list[Offspring]: ...
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A scored plan and how it came to be."""
+
+    id: str
+    plan: Plan
+    hash: str
+    generation: int
+    evaluation: Evaluation
+    parents: tuple[str, ...] = ()
+    operator: str = "construct"
+    patch: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def event(self, cached: bool) -> dict[str, Any]:
+        return {
+            "event": "candidate", "id": self.id, "generation": self.generation,
+            "parents": list(self.parents), "operator": self.operator, "hash": self.hash,
+            "cached": cached, "patch": self.patch, **self.evaluation.to_dict(), **self.meta,
+        }
+
+
+@dataclass
+class SearchResult:
+    """What a search leaves: the final population (best first), counters and per-generation stats."""
+
+    population: list[Candidate]
+    evaluations: int
+    cache_hits: int
+    history: list[dict[str, Any]]
+    stop_reason: str = ""
+
+    @property
+    def best(self) -> Candidate:
+        return self.population[0]
+
+
+def child_rng(seed: int, generation: int, index: int) -> np.random.Generator:
+    """The random stream of one child, independent of every other child's."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(generation, index)))
+
+
+STATE_FIELDS = ("generation", "population", "cache", "cache_hits", "serial", "history",
+                "parent_plans", "stale", "best_key", "evaluations", "seconds")
+"""What a checkpoint holds: with these restored, a resumed search continues exactly."""
+
+
+class Search:
+    """One run of the evolutionary loop. Call :meth:`run`; read the outcome from the result.
+
+    ``on_generation`` is called after every generation, when the search is in a
+    consistent state that :meth:`state` captures (the runner checkpoints there).
+    """
+
+    def __init__(self, problem: Problem, *, operators: OperatorSet, evaluator: Evaluator,
+                 ranking: Ranking, options: SearchOptions, on_event: EventSink | None = None,
+                 proposer: Proposer | None = None, proposer_share: float = 0.0,
+                 on_generation: Callable[[Search], None] | None = None) -> None:
+        if not 0.0 <= proposer_share <= 1.0:
+            raise ValueError(f"proposer share must be within [0, 1], got {proposer_share}")
+        self.problem = problem
+        self.proposer = proposer
+        self.proposer_share = proposer_share if proposer is not None else 0.0
+        self.operators = operators
+        self.evaluator = evaluator
+        self.ranking = ranking
+        self.options = options
+        self.budget = options.budget()
+        self.emit: EventSink = on_event or (lambda event: None)
+        self.on_generation = on_generation or (lambda search: None)
+        self.generation = -1
+        self.population: list[Candidate] = []
+        self.cache: dict[str, Evaluation] = {}
+        self.cache_hits = 0
+        self.serial = 0
+        self.history: list[dict[str, Any]] = []
+        self.parent_plans: dict[str, Plan] = {}
+        self.stale = 0
+        self.best_key: tuple[float, ...] = ()
+        self.evaluations = 0
+        self.seconds = 0.0
+
+    def run(self) -> SearchResult:
+        """Evolve until a budget says stop; resumes where :meth:`restore` left off."""
+        opts = self.options
+        clock = time.perf_counter() - self.seconds
+        if self.generation < 0:
+            self.generation = 0
+            self.emit({"event": "generation_start", "generation": 0})
+            self.population = self.rank(self.score(self.initial_plans(), generation=0))
+            self.end_generation(clock)
+        while (reason := self.budget.reason(self)) is None:
+            self.generation += 1
+            self.emit({"event": "generation_start", "generation": self.generation})
+            survivors = self.population[: opts.keep]
+            children = self.offspring(survivors, self.generation, opts.population - opts.keep)
+            self.population = self.rank(survivors + self.score(children, self.generation))
+            self.end_generation(clock)
+        self.emit({"event": "stop", "generation": self.generation, "reason": reason})
+        return SearchResult(self.population, self.evaluations, self.cache_hits, self.history, reason)
+
+    def end_generation(self, clock: float) -> None:
+        """Bookkeeping after a generation: stats, patience counter, clock, checkpoint hook."""
+        self.record(self.generation, self.population)
+        key = self.ranking.key(self.population[0].evaluation)
+        self.stale = 0 if not self.best_key or key < self.best_key else self.stale + 1
+        self.best_key = key if not self.best_key else min(key, self.best_key)
+        self.seconds = time.perf_counter() - clock
+        self.on_generation(self)
+
+    def state(self) -> dict[str, Any]:
+        """Everything needed to continue this search later (see :data:`STATE_FIELDS`)."""
+        proposer_state = getattr(self.proposer, "checkpoint_state", None)
+        return {
+            **{name: getattr(self, name) for name in STATE_FIELDS},
+            "proposer": proposer_state() if callable(proposer_state) else None,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`state`'s snapshot instead of starting afresh."""
+        for name in STATE_FIELDS:
+            setattr(self, name, state[name])
+        restore = getattr(self.proposer, "restore_checkpoint", None)
+        if callable(restore) and state.get("proposer") is not None:
+            restore(state["proposer"])
+
+    # Termination reads these (see evolve.search.termination.Progress).
+    def best_values(self) -> dict[str, float]:
+        return self.population[0].evaluation.values
+
+    def best_feasible(self) -> bool:
+        return self.population[0].evaluation.feasible
+
+    def direction(self, name: str) -> str:
+        return dict(zip(self.ranking.objectives, self.ranking.directions)).get(name, "min")
+
+    def offspring(self, parents: Sequence[Candidate], generation: int, count: int) -> list[Offspring]:
+        """This generation's children: the proposer's share first, random operators for the rest
+        and for every child the proposer could not make."""
+        guided = list(range(round(count * self.proposer_share)))
+        made: dict[int, Offspring] = {}
+        if self.proposer is not None and guided:
+            proposals = self.proposer.propose(self.problem, parents, guided, generation, self.options.seed)
+            made = dict(zip(guided, proposals))
+        children = []
+        for i in range(count):
+            child = made.get(i)
+            if child is None or child.plan is None:
+                fallback = self.breed(parents, generation, i)
+                child = replace(fallback, meta=child.meta) if child is not None else fallback
+            children.append(child)
+        return children
+
+    def initial_plans(self) -> list[Offspring]:
+        """The template (when given), then plans made by the operators' initializer (randomised
+        backward chaining by default), distinct while distinct ones can be found."""
+        plans: list[Offspring] = []
+        seen: set[str] = set()
+        if isinstance(self.problem.template, Plan):
+            plans.append(Offspring(self.problem.template, (), "template"))
+            seen.add(plan_hash(self.problem.template))
+        attempts = 0
+        while len(plans) < self.options.population:
+            plan = self.operators.initial(self.problem, child_rng(self.options.seed, 0, attempts))
+            attempts += 1
+            digest = plan_hash(plan)
+            if digest not in seen or attempts > 2 * self.options.population:
+                seen.add(digest)
+                plans.append(Offspring(plan, (), self.operators.initial.__name__))
+        return plans
+
+    def breed(self, parents: Sequence[Candidate], generation: int, index: int) -> Offspring:
+        """One child: maybe a crossover of two parents, then a mutation; retried when it is a copy."""
+        rng = child_rng(self.options.seed, generation, index)
+        ops = self.operators
+        weights = np.arange(len(parents), 0, -1, dtype=float)
+        known = {p.hash for p in parents}
+        for _ in range(self.options.max_attempts):
+            first = parents[int(rng.choice(len(parents), p=weights / weights.sum()))]
+            plan, used, names = first.plan, [first.id], []
+            if ops.crossovers and len(parents) > 1 and rng.random() < ops.crossover_rate:
+                other = parents[int(rng.choice([i for i in range(len(parents)) if parents[i] is not first]))]
+                cross = choose(ops.crossovers, rng)
+                mixed = cross(self.problem, plan, other.plan, rng)
+                if mixed is not None:
+                    plan, used, names = mixed, [first.id, other.id], [cross.__name__]
+            mutate = choose(ops.mutations, rng)
+            mutated = mutate(self.problem, plan, rng)
+            if mutated is not None:
+                plan, names = mutated, [*names, mutate.__name__]
+            digest = plan_hash(plan)
+            if names and digest not in self.cache and digest not in known:
+                return Offspring(plan, tuple(used), "+".join(names))
+        return Offspring(plan, tuple(used), "+".join(names) or "copy")
+
+    def score(self, made: Sequence[Offspring], generation: int) -> list[Candidate]:
+        """Evaluate new plans (each distinct plan once, ever) and record them as candidates."""
+        plans = [child.plan for child in made if child.plan is not None]
+        hashes = [plan_hash(plan) for plan in plans]
+        todo: dict[str, Plan] = {}
+        for digest, plan in zip(hashes, plans):
+            if digest not in self.cache:
+                todo.setdefault(digest, plan)
+        for digest, evaluation in zip(todo, self.evaluator.evaluate(list(todo.values()))):
+            self.cache[digest] = evaluation
+        self.evaluations += len(todo)
+        fresh = set(todo)
+        out = []
+        for digest, plan, child in zip(hashes, plans, (c for c in made if c.plan is not None)):
+            cached = digest not in fresh
+            fresh.discard(digest)
+            self.cache_hits += cached
+            parent_plan = self.parent_plans.get(child.parents[0]) if child.parents else None
+            candidate = Candidate(
+                id=f"c{self.serial}", plan=plan, hash=digest, generation=generation,
+                evaluation=self.cache[digest], parents=child.parents, operator=child.operator,
+                patch=diff_plans(parent_plan or Plan(), plan), meta=child.meta,
+            )
+            self.serial += 1
+            self.parent_plans[candidate.id] = plan
+            out.append(candidate)
+            self.emit(candidate.event(cached))
+        return out
+
+    def rank(self, candidates: list[Candidate]) -> list[Candidate]:
+        """Best first; ties keep their order, so older candidates win them."""
+        ranked = sorted(candidates, key=lambda c: self.ranking.key(c.evaluation))
+        alive = {c.id for c in ranked[: self.options.population]}
+        self.parent_plans = {k: v for k, v in self.parent_plans.items() if k in alive}
+        return ranked
+
+    def record(self, generation: int, population: list[Candidate]) -> None:
+        """Per-generation statistics: the best candidate and best/median of each objective."""
+        ok = [c for c in population if c.evaluation.failed is None]
+        stats: dict[str, Any] = {"event": "generation_end", "generation": generation,
+                                 "best": population[0].id, "evaluations": self.evaluations,
+                                 "best_values": population[0].evaluation.values,
+                                 "population": [c.id for c in population[: self.options.population]]}
+        for name, direction in zip(self.ranking.objectives, self.ranking.directions):
+            values = [c.evaluation.values[name] for c in ok]
+            if values:
+                pick_best = min if direction == "min" else max
+                stats.setdefault("objectives", {})[name] = {
+                    "best": pick_best(values), "median": median(values)}
+        self.history.append(stats)
+        self.emit(stats)
+
+
+def choose(weighted: Sequence[tuple[Any, float]], rng: np.random.Generator) -> Any:
+    """One item of ``(item, weight)`` pairs, drawn with probability proportional to its weight."""
+    weights = np.array([w for _, w in weighted], dtype=float)
+    return weighted[int(rng.choice(len(weighted), p=weights / weights.sum()))][0]

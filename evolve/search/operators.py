@@ -1,0 +1,308 @@
+"""Random structural operators: the offline default way to make children.
+
+Each mutation is a plain function ``(problem, plan, rng) -> Plan | None`` that
+returns ``None`` when it does not apply to this parent; each crossover takes two
+parents. They keep plans well-formed where they can (new tasks read only what
+exists upstream, removals rewire their readers), but they do not have to be
+perfect: the validator and the ranking are the judges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from evolve.model.coverage import contributing_tasks, data_sources, duplicates
+from evolve.model.graph import successors, topological_order, upstream
+from evolve.model.patch import renamed
+from evolve.model.plan import Plan, Task, next_task_id, parse_ref, task_refs_deps
+from evolve.model.problem import Problem
+from evolve.model.validate import produced_by
+from evolve.search.chaining import Builder, construct
+
+Mutation = Callable[[Problem, Plan, np.random.Generator], "Plan | None"]
+Crossover = Callable[[Problem, Plan, Plan, np.random.Generator], "Plan | None"]
+
+
+def template_ids(problem: Problem) -> set[str]:
+    return {t.id for t in problem.template.tasks} if isinstance(problem.template, Plan) else set()
+
+
+def descendants(plan: Plan, tid: str) -> set[str]:
+    """Tasks downstream of ``tid`` (which may not feed it without closing a cycle)."""
+    succ = successors({t.id: list(t.deps) for t in plan.tasks})
+    seen: set[str] = set()
+    todo = [tid]
+    while todo:
+        for nxt in succ.get(todo.pop(), []):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def pick(rng: np.random.Generator, items: Sequence[str]) -> str:
+    return items[int(rng.integers(len(items)))]
+
+
+def with_data_deps(task: Task, old: Task) -> Task:
+    """``task`` with deps = the tasks it reads, plus ``old``'s deps that carried no data."""
+    carried = set(data_sources(old))
+    kept = [d for d in old.deps if d not in carried]
+    return replace(task, deps=tuple(dict.fromkeys([*task_refs_deps(task.inputs, task.when), *kept])))
+
+
+def add_task(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
+    """Add one task whose inputs are all available (initial facts or outputs already in the plan)."""
+    builder = Builder(problem, plan, rng)
+    ready = [
+        t for t in builder.usable_tools(problem.tools.values())
+        if all(builder.existing(f) is not None for f in t.inputs)
+    ]
+    if not ready:
+        return None
+    return builder.plan() if builder.add(ready[0]) is not None else None
+
+
+def remove_task(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
+    """Remove one task and rewire its readers to another producer of what they read, if any."""
+    candidates = [t.id for t in plan.tasks if t.id not in template_ids(problem)]
+    if not candidates:
+        return None
+    return without(problem, plan, {pick(rng, candidates)}, rng)
+
+
+def without(problem: Problem, plan: Plan, removed: set[str], rng: np.random.Generator) -> Plan:
+    """``plan`` minus ``removed``; readers of removed outputs are rebound where possible."""
+    kept = Plan(tasks=tuple(t for t in plan.tasks if t.id not in removed), priority=plan.priority)
+    builder = Builder(problem, kept, rng)
+    for task in kept.tasks:
+        if not any(d in removed for d in task.deps):
+            continue
+        builder.excluded = {task.id} | descendants(builder.plan(), task.id)
+        inputs = dict(task.inputs)
+        for key, value in task.inputs.items():
+            ref = parse_ref(value)
+            if ref is not None and ref.task in removed:
+                inputs[key] = builder.provide(ref.fact) or value
+        new = replace(task, inputs=inputs, deps=tuple(d for d in task.deps if d not in removed))
+        builder.tasks[builder.tasks.index(task)] = with_data_deps(new, new)
+    return builder.plan()
+
+
+def swap_tool(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
+    """Run one task with another tool that makes the same facts, chaining its inputs anew."""
+    fixed = template_ids(problem)
+    order = [int(i) for i in rng.permutation(len(plan.tasks))]
+    for i in order:
+        task = plan.tasks[i]
+        current = problem.tools.get(task.tool)
+        if task.id in fixed or current is None:
+            continue
+        needed = set(produced_by(problem, task) or ()) & read_facts(problem, plan, task.id)
+        options = [
+            t for t in problem.tools.values()
+            if t.name != task.tool and needed <= set(t.outputs) and t.risk == current.risk
+        ]
+        if not options:
+            continue
+        builder = Builder(problem, plan, rng, excluded={task.id} | descendants(plan, task.id))
+        for tool in builder.usable_tools(options):
+            inputs = {}
+            for fact in tool.inputs:
+                ref = builder.provide(fact)
+                if ref is None:
+                    break
+                inputs[fact] = ref
+            else:
+                extra = {k: v for k, v in task.inputs.items() if k not in current.inputs}
+                new = replace(task, tool=tool.name, inputs={**extra, **inputs},
+                              outputs=tuple(o for o in task.outputs if o in tool.outputs))
+                builder.tasks[builder.tasks.index(task)] = with_data_deps(new, task)
+                return builder.plan()
+    return None
+
+
+def read_facts(problem: Problem, plan: Plan, tid: str) -> set[str]:
+    """Facts of task ``tid`` that matter: read by other tasks, or criteria."""
+    facts = set(problem.criteria)
+    for task in plan.tasks:
+        for value in task.inputs.values():
+            ref = parse_ref(value)
+            if ref is not None and ref.task == tid:
+                facts.add(ref.fact)
+    return facts
+
+
+def rewire(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
+    """Rebind one input to another producer of the same fact (never a descendant)."""
+    options = []
+    for i, task in enumerate(plan.tasks):
+        below = descendants(plan, task.id) | {task.id}
+        for key, value in task.inputs.items():
+            ref = parse_ref(value)
+            if ref is None:
+                continue
+            refs = [f"${ref.fact}"] if ref.fact in problem.initial else []
+            refs += [f"${t.id}.{ref.fact}" for t in plan.tasks
+                     if t.id not in below and ref.fact in (produced_by(problem, t) or ())]
+            options += [(i, key, r) for r in refs if r != value]
+    if not options:
+        return None
+    i, key, ref_text = options[int(rng.integers(len(options)))]
+    task = plan.tasks[i]
+    new = replace(task, inputs={**task.inputs, key: ref_text})
+    tasks = list(plan.tasks)
+    tasks[i] = with_data_deps(new, task)
+    return plan.with_tasks(tasks)
+
+
+def add_dep(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
+    """Make one task wait for another that it does not already follow (no cycle is created)."""
+    if len(plan.tasks) < 2:
+        return None
+    i = int(rng.integers(len(plan.tasks)))
+    task = plan.tasks[i]
+    below = descendants(plan, task.id) | {task.id} | set(task.deps)
+    options = [t.id for t in plan.tasks if t.id not in below]
+    if not options:
+        return None
+    tasks = list(plan.tasks)
+    tasks[i] = replace(task, deps=(*task.deps, pick(rng, options)))
+    return plan.with_tasks(tasks)
+
+
+def remove_dep(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
+    """Drop one dependency that carries no data (it only serialises the plan)."""
+    fixed = {(t.id, d) for t in (problem.template.tasks if isinstance(problem.template, Plan) else ())
+             for d in t.deps}
+    by_id = plan.by_id()
+    options = [
+        (i, d) for i, t in enumerate(plan.tasks)
+        for d in t.deps
+        if d not in data_sources(t) and (t.id, d) not in fixed and not approval_link(problem, t, by_id.get(d))
+    ]
+    if not options:
+        return None
+    i, dep = options[int(rng.integers(len(options)))]
+    tasks = list(plan.tasks)
+    tasks[i] = replace(tasks[i], deps=tuple(d for d in tasks[i].deps if d != dep))
+    return plan.with_tasks(tasks)
+
+
+def approval_link(problem: Problem, task: Task, dep: Task | None) -> bool:
+    """Whether ``dep`` is the approval a write ``task`` needs under the run's policy."""
+    if dep is None or not problem.policy.write_requires_approval:
+        return False
+    tool, dep_tool = problem.tools.get(task.tool), problem.tools.get(dep.tool)
+    return tool is not None and dep_tool is not None and tool.risk == "write" and dep_tool.risk == "approval"
+
+
+def reorder_priority(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
+    """Move one task to another place in the scheduling priority (an activity list)."""
+    if len(plan.tasks) < 2:
+        return None
+    current = list(plan.priority) if plan.priority is not None else topological_order(
+        {t.id: list(t.deps) for t in plan.tasks})
+    current += [t.id for t in plan.tasks if t.id not in current]
+    moved = current.pop(int(rng.integers(len(current))))
+    current.insert(int(rng.integers(len(current) + 1)), moved)
+    return Plan(tasks=plan.tasks, priority=tuple(current))
+
+
+def prune(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
+    """Remove every task that serves no criterion."""
+    serving = contributing_tasks(problem, plan) | template_ids(problem)
+    useless = {t.id for t in plan.tasks if t.id not in serving}
+    return without(problem, plan, useless, rng) if useless else None
+
+
+def merge_duplicates(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
+    """Point the readers of a task that repeats an earlier one at the original, then drop it."""
+    copies = duplicates(plan)
+    fixed = template_ids(problem)
+    for copy, original in copies.items():
+        if copy in fixed:
+            continue
+        readers = descendants(plan, copy)
+        if original in readers or original in set().union(*(descendants(plan, r) for r in readers)):
+            continue
+        mapping = {copy: original}
+        tasks = [
+            with_data_deps(renamed(t, mapping), t) if t.id in readers else t
+            for t in plan.tasks if t.id != copy
+        ]
+        return plan.with_tasks(tasks)
+    return None
+
+
+def complete(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
+    """Chain producers for every criterion the plan does not yet make."""
+    child = construct(problem, rng, base=plan)
+    return child if len(child.tasks) != len(plan.tasks) else None
+
+
+def crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> Plan | None:
+    """Per criterion, inherit the sub-plan that makes it from one parent or the other.
+
+    Tasks taken from ``b`` are renamed when their id is used in the child for
+    something else, with every reference rewritten, so the halves stay wired.
+    """
+    if not problem.criteria:
+        return None
+    take_b = rng.random(len(problem.criteria)) < 0.5
+    in_a = a.by_id()
+    child: dict[str, Task] = {t.id: t for t in a.tasks if t.id in template_ids(problem)}
+    mapping: dict[str, str] = {}
+    for criterion, from_b in zip(problem.criteria, take_b):
+        parent = b if from_b else a
+        producers = [t for t in parent.tasks if criterion in (produced_by(problem, t) or ())]
+        if not producers:
+            continue
+        wanted = {producers[0].id} | upstream(producers[0].id, parent.dependency_map())
+        closure = [t for t in parent.tasks if t.id in wanted]
+        if parent is a:
+            for task in closure:
+                child.setdefault(task.id, task)
+            continue
+        fresh = [t for t in closure if t.id not in mapping]
+        for task in fresh:
+            if in_a.get(task.id) == task:
+                mapping[task.id] = task.id
+            else:
+                taken = Plan(tasks=(*child.values(), *a.tasks, *(Task(i, "") for i in mapping.values())))
+                mapping[task.id] = next_task_id(taken)
+        for task in fresh:
+            child[mapping[task.id]] = renamed(task, mapping)
+    # a's tasks keep a's order and the rest follow, so the recorded patch rebuilds this child exactly
+    tasks = [child[t.id] for t in a.tasks if t.id in child]
+    tasks += [t for tid, t in child.items() if tid not in in_a]
+    plan = Plan(tasks=tuple(tasks), priority=a.priority)
+    return plan.with_tasks(plan.tasks)
+
+
+Initializer = Callable[[Problem, np.random.Generator], Plan]
+
+
+@dataclass(frozen=True)
+class OperatorSet:
+    """The operators a search draws from, with their relative weights, and how the first
+    population is made (``initial``, called with a fresh random stream per plan)."""
+
+    mutations: tuple[tuple[Mutation, float], ...]
+    crossovers: tuple[tuple[Crossover, float], ...] = ()
+    crossover_rate: float = 0.3
+    initial: Initializer = construct
+
+
+STRUCTURAL = OperatorSet(
+    mutations=(
+        (add_task, 1.0), (remove_task, 1.0), (swap_tool, 2.0), (rewire, 1.0), (add_dep, 0.5),
+        (remove_dep, 1.0), (reorder_priority, 1.0), (prune, 1.0), (merge_duplicates, 0.5),
+        (complete, 1.0),
+    ),
+    crossovers=((crossover, 1.0),),
+)
+"""The default, offline operator mix for agent plans."""
