@@ -43,7 +43,7 @@ def _heap_push(heap: IntArray, size: int, item: int, key: IntArray) -> int:
 
 @njit(cache=True)  # type: ignore[misc]
 def _heap_pop(heap: IntArray, size: int, key: IntArray) -> int:
-    top = heap[0]
+    top = int(heap[0])
     size -= 1
     heap[0] = heap[size]
     i = 0
@@ -71,7 +71,7 @@ def _find(times: FloatArray, count: int, t: float) -> int:
             lo = mid + 1
         else:
             hi = mid
-    return lo - 1
+    return int(lo - 1)
 
 
 @njit(cache=True)  # type: ignore[misc]
