@@ -113,7 +113,7 @@ def test_large_generated_problem_starts_from_complete_plans(tmp_path: Path) -> N
     population = outcome.result.population
     assert len(population) == 8
     for candidate in population:
-        assert candidate.operator == "construct"
+        assert candidate.operator == "greedy_initial"
         assert candidate.evaluation.feasible, candidate.evaluation.errors
         assert candidate.evaluation.values["completeness"] == 1
     assert len({c.hash for c in population}) > 1  # randomised, not eight copies

@@ -7,6 +7,7 @@ fixed-structure problem (:mod:`evolve.problems.rcpsp`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from evolve.model.files import read_problem
@@ -15,6 +16,7 @@ from evolve.model.problem import Problem
 from evolve.problems.rcpsp.operators import ACTIVITY_LIST
 from evolve.problems.rcpsp.problem import RCPSP_FORMATS, load_rcpsp_problem
 from evolve.search.operators import STRUCTURAL, OperatorSet
+from evolve.search.toolchoice import KICK_WEIGHT, ToolChoice
 
 
 def load_problem(path: str | Path) -> Problem:
@@ -30,8 +32,17 @@ def is_fixed_structure(problem: Problem) -> bool:
 
 
 def default_operators(problem: Problem) -> OperatorSet:
-    """Activity-list operators for fixed task sets (e.g. PSPLIB instances), structural ones otherwise."""
-    return ACTIVITY_LIST if is_fixed_structure(problem) else STRUCTURAL
+    """Activity-list operators for fixed task sets (e.g. PSPLIB instances); for plans built from
+    the catalog, the structural operators plus the tool-choice search (greedy initial plans, a
+    kick in producer space, every child hill-climbed on the compiled kernel); structural ones
+    alone for problems with a template."""
+    if is_fixed_structure(problem):
+        return ACTIVITY_LIST
+    choice = ToolChoice(problem)
+    if not choice.applies:
+        return STRUCTURAL
+    return replace(STRUCTURAL, mutations=(*STRUCTURAL.mutations, (choice.kick, KICK_WEIGHT)),
+                   initial=choice.greedy_initial, improve=choice.improve)
 
 
 __all__ = ["default_operators", "is_fixed_structure", "load_problem"]

@@ -25,9 +25,9 @@ from evolve.problems import default_operators
 from evolve.run import checkpoint
 from evolve.run.checkpoint import fingerprint
 from evolve.run.evaluator import Evaluator
-from evolve.scheduling.reference import schedule
+from evolve.scheduling import schedule
 from evolve.search.loop import Proposer, Search, SearchResult
-from evolve.search.operators import OperatorSet
+from evolve.search.operators import OperatorSet, operator_name
 from evolve.search.options import SearchOptions
 from evolve.search.ranking import Ranking
 
@@ -153,8 +153,10 @@ def run_search(
 
 def operator_names(operators: OperatorSet, proposer: Proposer | None, share: float) -> str:
     """The operator mix as text, part of a checkpoint's identity."""
-    parts = [f"{fn.__name__}:{w:g}" for fn, w in operators.mutations]
-    parts += [f"{fn.__name__}:{w:g}" for fn, w in operators.crossovers]
+    parts = [f"{operator_name(fn)}:{w:g}" for fn, w in operators.mutations]
+    parts += [f"{operator_name(fn)}:{w:g}" for fn, w in operators.crossovers]
+    if operators.improve is not None:
+        parts.append(f"improve:{operator_name(operators.improve)}")
     parts.append(f"crossover_rate:{operators.crossover_rate:g}")
     if proposer is not None:
         parts.append(f"{proposer.name}:{share:g}")

@@ -20,7 +20,7 @@ from evolve.fitness.evaluation import Evaluation
 from evolve.model.patch import diff_plans
 from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
-from evolve.search.operators import OperatorSet
+from evolve.search.operators import OperatorSet, operator_name
 from evolve.search.options import SearchOptions
 from evolve.search.ranking import Ranking
 
@@ -226,7 +226,7 @@ class Search:
             digest = plan_hash(plan)
             if digest not in seen or attempts > 2 * self.options.population:
                 seen.add(digest)
-                plans.append(Offspring(plan, (), self.operators.initial.__name__))
+                plans.append(Offspring(plan, (), operator_name(self.operators.initial)))
         return plans
 
     def breed(self, parents: Sequence[Candidate], generation: int, index: int) -> Offspring:
@@ -243,11 +243,15 @@ class Search:
                 cross = choose(ops.crossovers, rng)
                 mixed = cross(self.problem, plan, other.plan, rng)
                 if mixed is not None:
-                    plan, used, names = mixed, [first.id, other.id], [cross.__name__]
+                    plan, used, names = mixed, [first.id, other.id], [operator_name(cross)]
             mutate = choose(ops.mutations, rng)
             mutated = mutate(self.problem, plan, rng)
             if mutated is not None:
-                plan, names = mutated, [*names, mutate.__name__]
+                plan, names = mutated, [*names, operator_name(mutate)]
+            if ops.improve is not None and names:
+                better = ops.improve(self.problem, plan, rng)
+                if better is not None:
+                    plan, names = better, [*names, "improve"]
             digest = plan_hash(plan)
             if names and digest not in self.cache and digest not in known:
                 return Offspring(plan, tuple(used), "+".join(names))

@@ -284,17 +284,20 @@ def crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> P
 
 
 Initializer = Callable[[Problem, np.random.Generator], Plan]
+Improver = Callable[[Problem, Plan, np.random.Generator], "Plan | None"]
 
 
 @dataclass(frozen=True)
 class OperatorSet:
-    """The operators a search draws from, with their relative weights, and how the first
-    population is made (``initial``, called with a fresh random stream per plan)."""
+    """The operators a search draws from, with their relative weights, how the first
+    population is made (``initial``, called with a fresh random stream per plan), and the
+    local improvement applied to every child and initial plan (``improve``; ``None``: none)."""
 
     mutations: tuple[tuple[Mutation, float], ...]
     crossovers: tuple[tuple[Crossover, float], ...] = ()
     crossover_rate: float = 0.3
     initial: Initializer = construct
+    improve: Improver | None = None
 
 
 STRUCTURAL = OperatorSet(
@@ -306,3 +309,13 @@ STRUCTURAL = OperatorSet(
     crossovers=((crossover, 1.0),),
 )
 """The default, offline operator mix for agent plans."""
+
+
+def operator_name(fn: Callable[..., object]) -> str:
+    """How events, checkpoints and reports name an operator: its ``name`` attribute if it has
+    one, else the function's name (a ``functools.partial`` is named for the function it wraps)."""
+    named = getattr(fn, "name", None)
+    if isinstance(named, str):
+        return named
+    inner = getattr(fn, "func", fn)
+    return str(getattr(inner, "__name__", type(inner).__name__))

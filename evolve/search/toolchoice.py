@@ -1,0 +1,204 @@
+"""Tool-choice search: greedy plans and the local improvement of every child, on the compiled problem.
+
+The structural operators edit task graphs one task at a time and pay a full
+evaluation per edit. Most of a plan's makespan, though, is decided by which
+tool makes each fact, and that is a small integer genome (one producer per
+fact) that the kernels of :mod:`evolve.search.toolchoice_kernels` decode and
+schedule in microseconds. This module is the bridge: it reads the producer
+choice out of any plan, improves it by hill-climbing with the compiled
+scheduler, and writes the result back as an ordinary :class:`Plan`, whose
+``priority`` is the order the kernel scheduled it in (so the evaluator's
+scheduler reproduces the kernel's schedule exactly).
+
+It applies to plans built from the catalog alone: a problem with a template
+keeps the structural operators, since a template's tasks may carry
+conditions and literal inputs that a producer choice does not describe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from evolve.model.compiled import CompiledProblem, compile_problem, csr
+from evolve.model.plan import Plan, Task, parse_ref
+from evolve.model.problem import Problem
+from evolve.search import toolchoice_kernels as k
+
+FINAL_ROUNDS = 5
+"""Forward-backward passes for the schedule a decoded plan's priority is read from."""
+
+KICK_WEIGHT = 3.0
+"""The kick's weight among the structural mutations (which weigh 0.5-2 each)."""
+
+GREEDY_RULES = ("earliest_finish", "least_work", "bottleneck")
+"""The greedy initializers, tried first; later initial plans add random noise."""
+
+
+def kernel_tables(cp: CompiledProblem) -> tuple[Any, ...]:
+    """The kernels' tuple, with the approval pseudo-fact (index ``len(cp.facts)``) appended."""
+    nf, nt = len(cp.facts), len(cp.tools)
+    approval = nf
+    inputs = [list(cp.inputs(t)) for t in range(nt)]
+    if cp.approval_required:
+        for t in range(nt):
+            if cp.risk[t] == 1:
+                inputs[t].append(approval)
+    outputs = [list(cp.outputs(t)) for t in range(nt)]
+    for t in range(nt):
+        if cp.risk[t] == 2:
+            outputs[t].append(approval)
+    producers: list[list[int]] = [list(cp.producers(f)) for f in range(nf)]
+    producers.append([t for t in range(nt) if cp.risk[t] == 2 and cp.granted[t]])
+    in_ptr, in_idx = csr(inputs)
+    out_ptr, out_idx = csr(outputs)
+    prod_ptr, prod_idx = csr(producers)
+    initial = np.append(cp.initial, False)
+    return (cp.dur, cp.need, cp.cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial,
+            cp.criteria, cp.max_tasks)
+
+
+@dataclass
+class ToolChoice:
+    """The tool-choice search of one problem: compiled once, used by the initializer and improver.
+
+    ``max_evals`` bounds the decodes one tool-choice climb may spend (each is a
+    decode plus a schedule and its justification on the compiled kernel);
+    ``priority_evals`` the schedules of the priority search that follows it.
+    """
+
+    problem: Problem
+    max_evals: int = 3000
+    priority_evals: int = 300
+    compiled: CompiledProblem = field(init=False)
+    tables: tuple[Any, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.compiled = compile_problem(self.problem)
+        self.tables = kernel_tables(self.compiled)
+
+    @property
+    def applies(self) -> bool:
+        return self.problem.template is None and bool(self.problem.criteria)
+
+    # -- the genome --------------------------------------------------------------------------
+
+    def greedy(self, rule: str, rng: np.random.Generator | None = None, noise: float = 0.0) -> Any:
+        """A producer per fact by one of :data:`GREEDY_RULES`, durations jittered by ``noise``."""
+        cp = self.compiled
+        weight = cp.dur.copy()
+        if rule == "bottleneck":
+            load = cp.need[:, 1:] / np.where(cp.cap[1:] > 0, cp.cap[1:], 1.0)
+            slot = 1.0 / cp.cap[0] if np.isfinite(cp.cap[0]) else 0.0
+            pressure = np.maximum(load.max(axis=1, initial=0.0), slot)
+            weight = weight * (1.0 + 2.0 * pressure)
+        if rng is not None and noise > 0:
+            weight = weight * (1.0 + noise * rng.random(weight.shape[0]))
+        return k.greedy_choice(self.tables, weight, rule == "least_work")
+
+    def choice_of(self, plan: Plan) -> Any:
+        """The producer choice a plan makes: for each fact, the tool of the task its readers
+        read it from (else the first task making it); facts it does not make keep the greedy
+        earliest-finish producer, so any plan, even a broken one, maps to a complete choice."""
+        cp = self.compiled
+        fact_id, tool_id = cp.fact_id, cp.tool_id
+        choice = self.greedy("earliest_finish")
+        tool_of = {t.id: tool_id.get(t.tool, -1) for t in plan.tasks}
+        set_by_plan = np.zeros(choice.shape[0], dtype=np.bool_)
+        for task in plan.tasks:
+            for value in task.inputs.values():
+                ref = parse_ref(value)
+                if ref is None or ref.task is None:
+                    continue
+                f, t = fact_id.get(ref.fact), tool_of.get(ref.task, -1)
+                if f is not None and t >= 0 and cp.granted[t] and not set_by_plan[f] \
+                        and f in cp.outputs(t):
+                    choice[f], set_by_plan[f] = t, True
+        for task in plan.tasks:
+            t = tool_of.get(task.id, -1)
+            if t < 0 or not cp.granted[t]:
+                continue
+            for f in cp.outputs(t):
+                if not set_by_plan[f]:
+                    choice[f], set_by_plan[f] = t, True
+        return choice
+
+    def climb(self, choice: Any, rng: np.random.Generator) -> tuple[float, int]:
+        """Improve ``choice`` in place; ``(makespan, tasks)`` of the result."""
+        ms, n, _ = k.hill_climb(self.tables, choice, rng, self.max_evals)
+        return float(ms), int(n)
+
+    def polish(self, choice: Any, rng: np.random.Generator) -> Any:
+        """The starts of the best schedule a priority search finds for the choice's tasks."""
+        _, start = k.priority_climb(self.tables, choice, rng, self.priority_evals)
+        return start
+
+    def plan_of(self, choice: Any, start: Any = None) -> Plan | None:
+        """The plan a choice decodes to, tasks in topological order, priority = the kernel's
+        scheduling order; ``None`` when it decodes to no plan (a cycle, a fact without producer)."""
+        cp = self.compiled
+        nt = len(cp.tools)
+        task_of = np.empty(nt, dtype=np.int64)
+        order = np.empty(nt, dtype=np.int64)
+        color = np.empty(nt, dtype=np.int64)
+        n = int(k.decode(self.tables, choice, task_of, order, color))
+        if n < 0:
+            return None
+        pred_ptr, pred_idx, _, _ = k.task_graph(self.tables, choice, order, task_of, n)
+        if start is None:
+            _, _, start = k.schedule_choice(self.tables, choice, task_of, order, color, FINAL_ROUNDS)
+        ids = [f"t{i + 1}" for i in range(n)]
+        approval_fact = len(cp.facts)
+        tasks = []
+        for pos in range(n):
+            t = int(order[pos])
+            inputs: dict[str, str] = {}
+            for f in cp.inputs(t):
+                fact = cp.facts[f]
+                inputs[fact] = f"${fact}" if cp.initial[f] else f"${ids[task_of[choice[f]]]}.{fact}"
+            deps = [ids[int(p)] for p in pred_idx[pred_ptr[pos]:pred_ptr[pos + 1]]]
+            write = cp.risk[t] == 1
+            if write and cp.approval_required:
+                approver = ids[task_of[choice[approval_fact]]]
+                deps = [*(d for d in deps if d != approver), approver] if approver not in deps else deps
+            name = cp.tools[t]
+            tasks.append(Task(id=ids[pos], tool=name, deps=tuple(dict.fromkeys(deps)), inputs=inputs,
+                              idempotency_key=f"{name}:{ids[pos]}" if write else None))
+        # serial SGS on the list sorted by start reproduces a schedule at least as short
+        priority = tuple(ids[int(i)] for i in np.lexsort((np.arange(n), start)))
+        return Plan(tasks=tuple(tasks), priority=priority)
+
+    # -- as operators ------------------------------------------------------------------------
+
+    def greedy_initial(self, problem: Problem, rng: np.random.Generator) -> Plan:
+        """A greedy plan (rule drawn from the stream, jittered after the first), hill-climbed."""
+        rule = GREEDY_RULES[int(rng.integers(len(GREEDY_RULES)))]
+        noise = float(rng.choice([0.0, 0.3, 1.0]))
+        choice = self.greedy(rule, rng, noise)
+        self.climb(choice, rng)
+        return self.plan_of(choice, self.polish(choice, rng)) or Plan()
+
+    def kick(self, problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
+        """Give a few random needed facts a random other producer (the kick of an iterated local
+        search: the improvement that follows climbs from somewhere the parent's climb could not
+        reach). ``None`` when no fact has an alternative or the kick breaks the plan."""
+        choice = self.choice_of(plan)
+        cp = self.compiled
+        prod_ptr = self.tables[7]
+        open_facts = [f for f in range(len(cp.facts) + 1)
+                      if choice[f] >= 0 and prod_ptr[f + 1] - prod_ptr[f] > 1]
+        if not open_facts:
+            return None
+        strength = 1 + int(rng.integers(max(2, len(open_facts) // 20)))
+        for f in rng.choice(open_facts, size=min(strength, len(open_facts)), replace=False):
+            options = self.tables[8][prod_ptr[f]:prod_ptr[f + 1]]
+            choice[f] = int(options[int(rng.integers(len(options)))])
+        return self.plan_of(choice)
+
+    def improve(self, problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
+        """``plan``'s producer choice, hill-climbed and decoded; ``None`` if it decodes to none."""
+        choice = self.choice_of(plan)
+        self.climb(choice, rng)
+        return self.plan_of(choice, self.polish(choice, rng))

@@ -1,0 +1,422 @@
+"""Numba kernels of the tool-choice search: greedy construction, decoding and hill-climbing.
+
+The genome these kernels work on is ``choice[f]``: which tool makes fact
+``f`` (``-1``: none chosen). A choice decodes to exactly one plan: walk back
+from the criteria, one task per chosen tool (a tool that makes several needed
+facts runs once), each task depending on the tasks that make its inputs. This
+is the same space an exact model searches (tool used, producer chosen,
+schedule), and it makes every decoded plan valid, complete and minimal by
+construction, so the kernels can spend their time where the makespan is.
+
+Write tools read a pseudo-fact, the last fact index, made by approval tools:
+that is how ``write_requires_approval`` becomes one more producer choice.
+
+``Tables`` is the tuple the kernels take (numba takes tuples of arrays
+cheaply; a class would need a jitclass):
+``(dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria, max_tasks)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from evolve.scheduling.kernel import justify, rank_by, serial_sgs
+
+INFEASIBLE = np.inf
+JUSTIFY_ROUNDS = 1
+"""Forward-backward passes per scored choice: the first pays for itself, later ones rarely."""
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _push(keys, items, size, key, item):  # type: ignore[no-untyped-def]
+    i = size
+    keys[i] = key
+    items[i] = item
+    while i > 0:
+        parent = (i - 1) // 2
+        if keys[parent] <= keys[i]:
+            break
+        keys[parent], keys[i] = keys[i], keys[parent]
+        items[parent], items[i] = items[i], items[parent]
+        i = parent
+    return size + 1
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _pop(keys, items, size):  # type: ignore[no-untyped-def]
+    key, item = keys[0], items[0]
+    size -= 1
+    keys[0], items[0] = keys[size], items[size]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        child = left
+        if left + 1 < size and keys[left + 1] < keys[left]:
+            child = left + 1
+        if keys[i] <= keys[child]:
+            break
+        keys[i], keys[child] = keys[child], keys[i]
+        items[i], items[child] = items[child], items[i]
+        i = child
+    return key, item, size
+
+
+@njit(cache=True)  # type: ignore[misc]
+def greedy_choice(tables, weight, additive):  # type: ignore[no-untyped-def]
+    """A producer for every reachable fact, by a generalised Dijkstra over the AND-OR graph.
+
+    A tool's value is ``weight[t]`` plus the max (earliest finish) or the sum
+    (least work, ``additive``) of its inputs' values; a fact takes its cheapest
+    ready producer. A fact is final before any tool reading it is valued, so
+    the choice is acyclic, and every fact some chain of tools can make gets a
+    producer: the initializer finds a complete plan whenever one exists.
+    """
+    (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
+     max_tasks) = tables
+    nf = initial.shape[0]
+    nt = dur.shape[0]
+    value = np.full(nf, np.inf)
+    choice = np.full(nf, -1, dtype=np.int64)
+    final = np.zeros(nf, dtype=np.bool_)
+    left = np.empty(nt, dtype=np.int64)
+    granted = np.zeros(nt, dtype=np.bool_)
+    for f in range(nf):
+        for q in range(prod_ptr[f], prod_ptr[f + 1]):
+            granted[prod_idx[q]] = True
+    readers_count = np.zeros(nf + 1, dtype=np.int64)
+    for t in range(nt):
+        left[t] = in_ptr[t + 1] - in_ptr[t]
+        for q in range(in_ptr[t], in_ptr[t + 1]):
+            readers_count[in_idx[q] + 1] += 1
+    rd_ptr = np.cumsum(readers_count)
+    rd_idx = np.empty(rd_ptr[-1], dtype=np.int64)
+    fill = rd_ptr[:-1].copy()
+    for t in range(nt):
+        for q in range(in_ptr[t], in_ptr[t + 1]):
+            rd_idx[fill[in_idx[q]]] = t
+            fill[in_idx[q]] += 1
+    cap_heap = nf + nt + 1 + out_idx.shape[0]
+    keys = np.empty(cap_heap, dtype=np.float64)
+    items = np.empty(cap_heap, dtype=np.int64)
+    size = 0
+    for f in range(nf):
+        if initial[f]:
+            value[f] = 0.0
+            size = _push(keys, items, size, 0.0, f)
+    for t in range(nt):
+        if left[t] == 0 and granted[t]:
+            v = weight[t]
+            for q in range(out_ptr[t], out_ptr[t + 1]):
+                g = out_idx[q]
+                if v < value[g]:
+                    value[g] = v
+                    choice[g] = t
+                    size = _push(keys, items, size, v, g)
+    while size > 0:
+        v, f, size = _pop(keys, items, size)
+        if final[f] or v > value[f]:
+            continue
+        final[f] = True
+        for q in range(rd_ptr[f], rd_ptr[f + 1]):
+            t = rd_idx[q]
+            left[t] -= 1
+            if left[t] != 0 or not granted[t]:
+                continue
+            acc = 0.0
+            for p in range(in_ptr[t], in_ptr[t + 1]):
+                x = value[in_idx[p]]
+                acc = acc + x if additive else max(acc, x)
+            tv = acc + weight[t]
+            for p in range(out_ptr[t], out_ptr[t + 1]):
+                g = out_idx[p]
+                if not final[g] and tv < value[g]:
+                    value[g] = tv
+                    choice[g] = t
+                    size = _push(keys, items, size, tv, g)
+    for f in range(nf):
+        if initial[f]:
+            choice[f] = -1
+    return choice
+
+
+@njit(cache=True)  # type: ignore[misc]
+def decode(tables, choice, task_of, order, color):  # type: ignore[no-untyped-def]
+    """The tools the choice runs, in a topological order (written to ``order``); returns their
+    count, or -1 when a needed fact has no producer or the choice is cyclic.
+
+    ``task_of`` (per tool, -1 outside) and ``color`` (per tool) are scratch arrays, returned
+    with ``task_of`` holding each used tool's position in ``order``.
+    """
+    (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
+     max_tasks) = tables
+    nt = dur.shape[0]
+    for t in range(nt):
+        task_of[t] = -1
+        color[t] = 0
+    n = 0
+    stack_t = np.empty(nt + 1, dtype=np.int64)
+    stack_q = np.empty(nt + 1, dtype=np.int64)
+    for c in range(criteria.shape[0]):
+        f = criteria[c]
+        if initial[f]:
+            continue
+        root = choice[f]
+        if root < 0:
+            return -1
+        if color[root] == 2:
+            continue
+        if color[root] == 1:
+            return -1
+        depth = 0
+        stack_t[0] = root
+        stack_q[0] = in_ptr[root]
+        color[root] = 1
+        while depth >= 0:
+            t = stack_t[depth]
+            q = stack_q[depth]
+            if q < in_ptr[t + 1]:
+                stack_q[depth] = q + 1
+                g = in_idx[q]
+                if initial[g]:
+                    continue
+                p = choice[g]
+                if p < 0 or p == t or color[p] == 1:
+                    return -1
+                if color[p] == 0:
+                    color[p] = 1
+                    depth += 1
+                    stack_t[depth] = p
+                    stack_q[depth] = in_ptr[p]
+            else:
+                color[t] = 2
+                task_of[t] = n
+                order[n] = t
+                n += 1
+                depth -= 1
+    if max_tasks >= 0 and n > max_tasks:
+        return -1
+    return n
+
+
+@njit(cache=True)  # type: ignore[misc]
+def task_graph(tables, choice, order, task_of, n):  # type: ignore[no-untyped-def]
+    """CSR predecessors and successors of the decoded tasks (each provider once per reader)."""
+    (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
+     max_tasks) = tables
+    pred_ptr = np.zeros(n + 1, dtype=np.int64)
+    buf = np.empty(in_idx.shape[0] + 1, dtype=np.int64)
+    count = 0
+    for k in range(n):
+        t = order[k]
+        begin = count
+        for q in range(in_ptr[t], in_ptr[t + 1]):
+            g = in_idx[q]
+            if initial[g]:
+                continue
+            p = task_of[choice[g]]
+            seen = False
+            for z in range(begin, count):
+                if buf[z] == p:
+                    seen = True
+            if not seen:
+                buf[count] = p
+                count += 1
+        pred_ptr[k + 1] = count
+    pred_idx = buf[:count].copy()
+    succ_count = np.zeros(n + 1, dtype=np.int64)
+    for q in range(count):
+        succ_count[pred_idx[q] + 1] += 1
+    succ_ptr = np.cumsum(succ_count)
+    succ_idx = np.empty(count, dtype=np.int64)
+    fill = succ_ptr[:-1].copy()
+    for k in range(n):
+        for q in range(pred_ptr[k], pred_ptr[k + 1]):
+            p = pred_idx[q]
+            succ_idx[fill[p]] = k
+            fill[p] += 1
+    return pred_ptr, pred_idx, succ_ptr, succ_idx
+
+
+@njit(cache=True)  # type: ignore[misc]
+def priority_keys(dur_t, pred_ptr, pred_idx, succ_ptr, succ_idx, n):  # type: ignore[no-untyped-def]
+    """Ranks by longest remaining path, ties by topological position: the reference's default."""
+    tail = np.zeros(n, dtype=np.float64)
+    for k in range(n - 1, -1, -1):
+        best = 0.0
+        for q in range(succ_ptr[k], succ_ptr[k + 1]):
+            if tail[succ_idx[q]] > best:
+                best = tail[succ_idx[q]]
+        tail[k] = dur_t[k] + best
+    return rank_by(-tail)
+
+
+@njit(cache=True)  # type: ignore[misc]
+def schedule_choice(tables, choice, task_of, order, color, rounds):  # type: ignore[no-untyped-def]
+    """``(makespan, tasks, starts)`` of the plan a choice decodes to: a serial schedule by
+    longest remaining path, then up to ``rounds`` forward-backward passes while they help.
+    Makespan ``inf`` when the choice decodes to no plan."""
+    (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
+     max_tasks) = tables
+    n = decode(tables, choice, task_of, order, color)
+    if n < 0:
+        return INFEASIBLE, 0, np.zeros(0, dtype=np.float64)
+    pred_ptr, pred_idx, succ_ptr, succ_idx = task_graph(tables, choice, order, task_of, n)
+    dur_t = np.empty(n, dtype=np.float64)
+    need_t = np.empty((n, need.shape[1]), dtype=np.float64)
+    for k in range(n):
+        dur_t[k] = dur[order[k]]
+        need_t[k, :] = need[order[k], :]
+    key = priority_keys(dur_t, pred_ptr, pred_idx, succ_ptr, succ_idx, n)
+    start = serial_sgs(dur_t, need_t, cap, pred_ptr, pred_idx, succ_ptr, succ_idx, key)
+    ms = _makespan(start, dur_t)
+    for _ in range(rounds):
+        better = justify(dur_t, need_t, cap, pred_ptr, pred_idx, succ_ptr, succ_idx, start)
+        ms2 = _makespan(better, dur_t)
+        if ms2 >= ms - 1e-9:
+            break
+        start, ms = better, ms2
+    return ms, n, start
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _makespan(start, dur):  # type: ignore[no-untyped-def]
+    ms = 0.0
+    for k in range(start.shape[0]):
+        if start[k] + dur[k] > ms:
+            ms = start[k] + dur[k]
+    return ms
+
+
+@njit(cache=True)  # type: ignore[misc]
+def score(tables, choice, task_of, order, color):  # type: ignore[no-untyped-def]
+    """``(makespan, tasks)`` of a choice, as the hill-climb compares them (one justification)."""
+    ms, n, _ = schedule_choice(tables, choice, task_of, order, color, JUSTIFY_ROUNDS)
+    return ms, n
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _better(ms_a, n_a, ms_b, n_b):  # type: ignore[no-untyped-def]
+    """Makespan first, then fewer tasks (the default ranking's order for complete plans)."""
+    if ms_a < ms_b - 1e-9:
+        return True
+    return abs(ms_a - ms_b) <= 1e-9 and n_a < n_b
+
+
+@njit(cache=True)  # type: ignore[misc]
+def hill_climb(tables, choice, rng, max_evals):  # type: ignore[no-untyped-def]
+    """First-improvement local search on the choice; returns ``(makespan, tasks, evaluations)``.
+
+    A move gives one needed fact another producer and, in the same step,
+    hands that producer every other needed fact it makes (swap-then-prune:
+    the one tool replaces several). Needed facts are visited in a random
+    order each pass; the search stops after a pass without improvement or
+    after ``max_evals`` decodes.
+    """
+    (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
+     max_tasks) = tables
+    nt = dur.shape[0]
+    nf = initial.shape[0]
+    task_of = np.empty(nt, dtype=np.int64)
+    order = np.empty(nt, dtype=np.int64)
+    color = np.empty(nt, dtype=np.int64)
+    ms, n = score(tables, choice, task_of, order, color)
+    evals = 1
+    saved = np.empty(nf, dtype=np.int64)
+    needed = np.zeros(nf, dtype=np.bool_)
+    facts = np.empty(nf, dtype=np.int64)
+    improved = True
+    while improved and evals < max_evals:
+        improved = False
+        if ms == INFEASIBLE:
+            break
+        decode(tables, choice, task_of, order, color)
+        for f in range(nf):
+            needed[f] = False
+        m = 0
+        for t in range(nt):
+            if task_of[t] >= 0:
+                for q in range(in_ptr[t], in_ptr[t + 1]):
+                    g = in_idx[q]
+                    if not initial[g] and not needed[g]:
+                        needed[g] = True
+        for c in range(criteria.shape[0]):
+            if not initial[criteria[c]]:
+                needed[criteria[c]] = True
+        for f in range(nf):
+            if needed[f] and prod_ptr[f + 1] - prod_ptr[f] > 1:
+                facts[m] = f
+                m += 1
+        perm = rng.permutation(m)
+        for i in range(m):
+            f = facts[perm[i]]
+            if evals >= max_evals:
+                break
+            for q in range(prod_ptr[f], prod_ptr[f + 1]):
+                p = prod_idx[q]
+                if p == choice[f]:
+                    continue
+                saved[:] = choice
+                choice[f] = p
+                for z in range(out_ptr[p], out_ptr[p + 1]):
+                    g = out_idx[z]
+                    if needed[g] and not initial[g]:
+                        choice[g] = p
+                ms2, n2 = score(tables, choice, task_of, order, color)
+                evals += 1
+                if _better(ms2, n2, ms, n):
+                    ms, n = ms2, n2
+                    improved = True
+                    break
+                choice[:] = saved
+                if evals >= max_evals:
+                    break
+            if improved:
+                break
+    return ms, n, evals
+
+
+@njit(cache=True)  # type: ignore[misc]
+def priority_climb(tables, choice, rng, max_evals):  # type: ignore[no-untyped-def]
+    """The best schedule found for the choice's fixed task set by searching the priority:
+    returns ``(makespan, starts)``, starts in decoded task order.
+
+    Starting from the justified longest-path schedule, a move swaps the keys of two random
+    tasks (the serial scheme still respects precedence, whatever the keys) and is kept when
+    the justified schedule is no longer; sideways moves are kept so plateaus are crossed.
+    """
+    (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
+     max_tasks) = tables
+    nt = dur.shape[0]
+    task_of = np.empty(nt, dtype=np.int64)
+    order = np.empty(nt, dtype=np.int64)
+    color = np.empty(nt, dtype=np.int64)
+    ms, n, best = schedule_choice(tables, choice, task_of, order, color, JUSTIFY_ROUNDS)
+    if n < 2:
+        return ms, best
+    pred_ptr, pred_idx, succ_ptr, succ_idx = task_graph(tables, choice, order, task_of, n)
+    dur_t = np.empty(n, dtype=np.float64)
+    need_t = np.empty((n, need.shape[1]), dtype=np.float64)
+    for k in range(n):
+        dur_t[k] = dur[order[k]]
+        need_t[k, :] = need[order[k], :]
+    key = rank_by(best)
+    for _ in range(max_evals):
+        a = rng.integers(0, n)
+        b = rng.integers(0, n)
+        if a == b:
+            continue
+        key[a], key[b] = key[b], key[a]
+        start = serial_sgs(dur_t, need_t, cap, pred_ptr, pred_idx, succ_ptr, succ_idx, key)
+        start = justify(dur_t, need_t, cap, pred_ptr, pred_idx, succ_ptr, succ_idx, start)
+        ms2 = _makespan(start, dur_t)
+        if ms2 <= ms + 1e-9:
+            if ms2 < ms - 1e-9:
+                best = start
+            ms = ms2
+            key = rank_by(start)
+        else:
+            key[a], key[b] = key[b], key[a]
+    return ms, best
