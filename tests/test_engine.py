@@ -22,8 +22,9 @@ from evolve.problems import load_problem
 from evolve.problems.synthetic import generate_problem
 from evolve.run.evaluator import Evaluator
 from evolve.run.folder import run_search
+from evolve.search.algorithm import Candidate
 from evolve.search.chaining import construct
-from evolve.search.loop import Candidate, Offspring, Search
+from evolve.search.loop import Offspring, Search
 from evolve.search.operators import STRUCTURAL
 from evolve.search.options import SearchOptions
 from evolve.search.ranking import Ranking

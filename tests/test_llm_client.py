@@ -17,7 +17,7 @@ from evolve.llm.factory import api_key_from_env
 from evolve.llm.operator import Job
 from evolve.llm.testing import Scripted, ScriptedServer
 from evolve.model.plan import Plan
-from evolve.search.loop import Candidate
+from evolve.search.algorithm import Candidate
 
 MESSAGES = [{"role": "user", "content": "say something useful"}]
 

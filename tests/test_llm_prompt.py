@@ -14,7 +14,7 @@ from evolve.model.files import plan_from_dict
 from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
 from evolve.problems import load_problem
-from evolve.search.loop import Candidate
+from evolve.search.algorithm import Candidate
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -23,7 +23,8 @@ from evolve.llm.testing import Script, Scripted, ScriptedServer
 from evolve.model.problem import Problem
 from evolve.problems import load_problem
 from evolve.run.folder import run_search
-from evolve.search.loop import SearchResult
+from evolve.search.algorithm import SearchResult
+from evolve.search.operators import STRUCTURAL
 from evolve.search.options import SearchOptions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,10 +128,14 @@ def operator_for(server: ScriptedServer, cache: Path, **kwargs: Any) -> LLMOpera
 def run(problem: Problem, operator: LLMOperator, out: Path, *, share: float = 1.0,
         generations: int = 3, seed: int = 7, resume: bool = False
         ) -> tuple[SearchResult, list[dict[str, Any]]]:
-    """A run through the real runner, the LLM's usage in ``summary.json`` as the CLI will put it."""
+    """A run through the real runner, the LLM's usage in ``summary.json`` as the CLI will put it.
+
+    The structural operators alone: the tool-choice search's greedy first population is
+    already optimal on this problem, which would leave the scripted model nothing to swap."""
     options = SearchOptions(population=6, keep=3, generations=generations, seed=seed, jobs=1)
     with operator:
         outcome = run_search(problem, options=options, proposer=operator, proposer_share=share,
+                             operators=STRUCTURAL,
                              out_dir=out, resume=resume,
                              extra_summary=lambda: {"llm": operator.usage_summary()})
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))

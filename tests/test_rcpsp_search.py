@@ -14,11 +14,10 @@ DATA = psplib_dir()
 pytestmark = pytest.mark.skipif(not (DATA / "j30").is_dir(), reason=f"PSPLIB data not found at {DATA}")
 
 
-@pytest.mark.parametrize("algorithm", ["bpga", "ga"])
 @pytest.mark.parametrize("name", ["j30/j301_1.sm", "j60/j6017_4.sm", "j120/j1206_2.sm"])
-def test_result_is_feasible_and_within_budget(name: str, algorithm: str) -> None:
+def test_result_is_feasible_and_within_budget(name: str) -> None:
     inst = load_instance(DATA / name)
-    res = solve(inst, schedules=300, seed=5, params=GaParams(algorithm=algorithm))
+    res = solve(inst, schedules=300, seed=5)
     assert schedule_violations(inst, res.starts) == []
     assert res.makespan == int((res.starts + inst.durations).max())
     assert res.makespan >= critical_path_bound(inst)
@@ -30,10 +29,9 @@ def test_result_is_feasible_and_within_budget(name: str, algorithm: str) -> None
 @pytest.mark.parametrize("budget", [1, 2, 3, 7])
 def test_tiny_budgets_are_respected(budget: int) -> None:
     inst = load_instance(DATA / "j30/j3013_5.sm")
-    for algorithm in ("bpga", "ga"):
-        res = solve(inst, schedules=budget, seed=1, params=GaParams(algorithm=algorithm))
-        assert res.schedules_used <= budget
-        assert schedule_violations(inst, res.starts) == []
+    res = solve(inst, schedules=budget, seed=1)
+    assert res.schedules_used <= budget
+    assert schedule_violations(inst, res.starts) == []
 
 
 def test_same_seed_same_result() -> None:

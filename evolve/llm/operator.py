@@ -26,7 +26,8 @@ from evolve.llm.prompt import Templates, build_messages
 from evolve.llm.reply import Rejected, child_from_reply, patch_schema
 from evolve.llm.usage import Usage
 from evolve.model.problem import Problem
-from evolve.search.loop import Candidate, Offspring
+from evolve.search.algorithm import Candidate
+from evolve.search.loop import Offspring
 
 ResponseFormat = Literal["json_schema", "json_object", "json_object_schema", "none"]
 RESPONSE_FORMATS: tuple[ResponseFormat, ...] = (

@@ -26,7 +26,8 @@ from evolve.run import checkpoint
 from evolve.run.checkpoint import fingerprint
 from evolve.run.evaluator import Evaluator
 from evolve.scheduling import schedule
-from evolve.search.loop import Proposer, Search, SearchResult
+from evolve.search.algorithm import SearchResult
+from evolve.search.loop import Proposer, Search
 from evolve.search.operators import OperatorSet, operator_name
 from evolve.search.options import SearchOptions
 from evolve.search.ranking import Ranking

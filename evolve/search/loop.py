@@ -8,7 +8,6 @@ seed alone, never on which worker ran what.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import median
@@ -20,11 +19,10 @@ from evolve.fitness.evaluation import Evaluation
 from evolve.model.patch import diff_plans
 from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
+from evolve.search.algorithm import Candidate, EventSink, SearchResult, minimize
 from evolve.search.operators import OperatorSet, operator_name
 from evolve.search.options import SearchOptions
 from evolve.search.ranking import Ranking
-
-EventSink = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -58,43 +56,6 @@ class Proposer(Protocol):
                 generation: int, seed: int) -> list[Offspring]: ...
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A scored plan and how it came to be."""
-
-    id: str
-    plan: Plan
-    hash: str
-    generation: int
-    evaluation: Evaluation
-    parents: tuple[str, ...] = ()
-    operator: str = "construct"
-    patch: dict[str, Any] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def event(self, cached: bool) -> dict[str, Any]:
-        return {
-            "event": "candidate", "id": self.id, "generation": self.generation,
-            "parents": list(self.parents), "operator": self.operator, "hash": self.hash,
-            "cached": cached, "patch": self.patch, **self.evaluation.to_dict(), **self.meta,
-        }
-
-
-@dataclass
-class SearchResult:
-    """What a search leaves: the final population (best first), counters and per-generation stats."""
-
-    population: list[Candidate]
-    evaluations: int
-    cache_hits: int
-    history: list[dict[str, Any]]
-    stop_reason: str = ""
-
-    @property
-    def best(self) -> Candidate:
-        return self.population[0]
-
-
 def child_rng(seed: int, generation: int, index: int) -> np.random.Generator:
     """The random stream of one child, independent of every other child's."""
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(generation, index)))
@@ -115,7 +76,7 @@ class Search:
     def __init__(self, problem: Problem, *, operators: OperatorSet, evaluator: Evaluator,
                  ranking: Ranking, options: SearchOptions, on_event: EventSink | None = None,
                  proposer: Proposer | None = None, proposer_share: float = 0.0,
-                 on_generation: Callable[[Search], None] | None = None) -> None:
+                 on_generation: Callable[[Any], None] | None = None) -> None:
         if not 0.0 <= proposer_share <= 1.0:
             raise ValueError(f"proposer share must be within [0, 1], got {proposer_share}")
         self.problem = problem
@@ -142,31 +103,39 @@ class Search:
 
     def run(self) -> SearchResult:
         """Evolve until a budget says stop; resumes where :meth:`restore` left off."""
+        return minimize(self, self.budget, emit=self.emit, on_generation=self.on_generation)
+
+    # -- the Algorithm protocol (see evolve.search.algorithm) -------------------------------
+
+    def start(self) -> None:
+        """Generation 0: the first population, built and scored."""
+        self.generation = 0
+        self.emit({"event": "generation_start", "generation": 0})
+        self.population = self.rank(self.score(self.initial_plans(), generation=0))
+        self.end_generation()
+
+    def step(self) -> None:
+        """One generation: the best ``keep`` survive, the rest of the population are their children."""
         opts = self.options
-        clock = time.perf_counter() - self.seconds
-        if self.generation < 0:
-            self.generation = 0
-            self.emit({"event": "generation_start", "generation": 0})
-            self.population = self.rank(self.score(self.initial_plans(), generation=0))
-            self.end_generation(clock)
-        while (reason := self.budget.reason(self)) is None:
-            self.generation += 1
-            self.emit({"event": "generation_start", "generation": self.generation})
-            survivors = self.population[: opts.keep]
-            children = self.offspring(survivors, self.generation, opts.population - opts.keep)
-            self.population = self.rank(survivors + self.score(children, self.generation))
-            self.end_generation(clock)
-        self.emit({"event": "stop", "generation": self.generation, "reason": reason})
+        self.generation += 1
+        self.emit({"event": "generation_start", "generation": self.generation})
+        survivors = self.population[: opts.keep]
+        children = self.offspring(survivors, self.generation, opts.population - opts.keep)
+        self.population = self.rank(survivors + self.score(children, self.generation))
+        self.end_generation()
+
+    def result(self, reason: str) -> SearchResult:
         return SearchResult(self.population, self.evaluations, self.cache_hits, self.history, reason)
 
-    def end_generation(self, clock: float) -> None:
-        """Bookkeeping after a generation: stats, patience counter, clock, checkpoint hook."""
+    def at_bound(self) -> str | None:
+        return None  # plan problems: no bound of the default ranking is computed here
+
+    def end_generation(self) -> None:
+        """Bookkeeping after a generation: stats and the patience counter."""
         self.record(self.generation, self.population)
         key = self.ranking.key(self.population[0].evaluation)
         self.stale = 0 if not self.best_key or key < self.best_key else self.stale + 1
         self.best_key = key if not self.best_key else min(key, self.best_key)
-        self.seconds = time.perf_counter() - clock
-        self.on_generation(self)
 
     def state(self) -> dict[str, Any]:
         """Everything needed to continue this search later (see :data:`STATE_FIELDS`)."""
@@ -230,11 +199,19 @@ class Search:
         return plans
 
     def breed(self, parents: Sequence[Candidate], generation: int, index: int) -> Offspring:
-        """One child: maybe a crossover of two parents, then a mutation; retried when it is a copy."""
+        """One child: maybe a crossover of two parents, then a mutation, then the local
+        improvement; retried when it is a copy. An improved child that is a copy of a known
+        plan (improvement pulls neighbours into the same local optimum) gives way to its
+        unimproved self when that is new, so the population stays diverse."""
         rng = child_rng(self.options.seed, generation, index)
         ops = self.operators
         weights = np.arange(len(parents), 0, -1, dtype=float)
         known = {p.hash for p in parents}
+
+        def new(plan: Plan) -> bool:
+            digest = plan_hash(plan)
+            return digest not in self.cache and digest not in known
+
         for _ in range(self.options.max_attempts):
             first = parents[int(rng.choice(len(parents), p=weights / weights.sum()))]
             plan, used, names = first.plan, [first.id], []
@@ -248,12 +225,13 @@ class Search:
             mutated = mutate(self.problem, plan, rng)
             if mutated is not None:
                 plan, names = mutated, [*names, operator_name(mutate)]
-            if ops.improve is not None and names:
+            if not names:
+                continue
+            if ops.improve is not None:
                 better = ops.improve(self.problem, plan, rng)
-                if better is not None:
-                    plan, names = better, [*names, "improve"]
-            digest = plan_hash(plan)
-            if names and digest not in self.cache and digest not in known:
+                if better is not None and new(better):
+                    return Offspring(better, tuple(used), "+".join([*names, "improve"]))
+            if new(plan):
                 return Offspring(plan, tuple(used), "+".join(names))
         return Offspring(plan, tuple(used), "+".join(names) or "copy")
 

@@ -1,4 +1,4 @@
-"""When a search stops: generations, evaluations, wall time, a target value, or patience.
+"""When a search stops: generations, evaluations, wall time, a target value, a bound, or patience.
 
 Budgets are checked at generation boundaries, so a run always ends on a whole
 generation with a checkpoint to match.
@@ -22,6 +22,7 @@ class Progress(Protocol):
     def best_values(self) -> Mapping[str, float]: ...
     def best_feasible(self) -> bool: ...
     def direction(self, name: str) -> str: ...
+    def at_bound(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,9 @@ class Budget:
         ):
             shown = ", ".join(f"{k}={v:g}" for k, v in self.target.items())
             return f"target: {shown} reached"
+        bound = run.at_bound()
+        if bound is not None:
+            return f"bound: {bound}"
         if self.patience is not None and run.stale >= self.patience:
             return f"patience: no improvement in {run.stale} generations"
         return None

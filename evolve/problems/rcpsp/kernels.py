@@ -17,10 +17,8 @@ from numba import njit
 from evolve.problems.rcpsp.decode import (
     parallel_kernel,
     reset_profile,
-    reverse_pass,
     serial_kernel,
     sort_by_finish,
-    sort_by_start,
 )
 
 #: Makespan of an empty slot: larger than any real schedule.
@@ -84,57 +82,6 @@ def _rbrs_list(rng, pb, prio, alpha, out):  # type: ignore[no-untyped-def]
                 pick = e
                 break
         ne = _take(elig, ne, pick, left, succ_ptr, succ_idx, out, k)
-
-
-@njit(cache=True)  # type: ignore[misc]
-def _evaluate(pb, lst, first_pass, avail, budget, out_starts, out_list):  # type: ignore[no-untyped-def]
-    """Decode ``lst`` and justify it, spending at most ``budget`` schedules.
-
-    ``first_pass``: 0 = forward serial SGS then double justification (3
-    schedules); 1 = the same with the parallel SGS; 2 = backward serial SGS
-    on the reversed list then left-justification (2 schedules: the list
-    already encodes a left-justified schedule, so the first forward decode
-    mostly repeats it). Writes the final schedule and its start-sorted list;
-    returns (makespan, schedules used).
-    """
-    dur, dem, cap, pred_ptr, pred_idx, succ_ptr, succ_idx = pb
-    n = dur.shape[0]
-    if budget <= 0:
-        return _BIG, 0
-    used = 0
-    mid_s = np.empty(n, dtype=np.int64)
-    mid_o = np.empty(n, dtype=np.int64)
-    if first_pass == 2:
-        for k in range(n):
-            mid_o[k] = lst[n - 1 - k]
-        ms = serial_kernel(mid_o, dur, dem, succ_ptr, succ_idx, avail, mid_s)
-        reset_profile(avail, cap, ms)
-        used = 1
-    else:
-        s0 = np.empty(n, dtype=np.int64)
-        if first_pass == 1:
-            ms = parallel_kernel(lst, dur, dem, pred_ptr, pred_idx, avail, s0)
-        else:
-            ms = serial_kernel(lst, dur, dem, pred_ptr, pred_idx, avail, s0)
-        reset_profile(avail, cap, ms)
-        if budget == 1:
-            for j in range(n):
-                out_starts[j] = s0[j]
-            sort_by_start(s0, lst, out_list)
-            return ms, 1
-        ms = reverse_pass(s0, lst, dur, dem, cap, succ_ptr, succ_idx, avail, mid_o, mid_s)
-        used = 2
-    if used >= budget:
-        # stop right-justified: mirror back to real time
-        rev = mid_o[::-1].copy()
-        for j in range(n):
-            out_starts[j] = ms - mid_s[j] - dur[j]
-        sort_by_start(out_starts, rev, out_list)
-        return ms, used
-    fin_o = np.empty(n, dtype=np.int64)
-    ms = reverse_pass(mid_s, mid_o, dur, dem, cap, pred_ptr, pred_idx, avail, fin_o, out_starts)
-    sort_by_start(out_starts, fin_o, out_list)
-    return ms, used + 1
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -324,21 +271,6 @@ def _hash(starts, weights):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)  # type: ignore[misc]
-def _init_population(rng, pb, prio, alpha, avail, budget, pop_l, pop_s, pop_ms, first):  # type: ignore[no-untyped-def]
-    """Fill ``pop[first:]`` by biased sampling; alternate serial/parallel SGS.
-    Returns schedules used; unfilled slots get makespan _BIG."""
-    n = pb[0].shape[0]
-    used = 0
-    lst = np.empty(n, dtype=np.int64)
-    for i in range(first, pop_l.shape[0]):
-        _rbrs_list(rng, pb, prio, alpha, lst)
-        ms, u = _evaluate(pb, lst, i % 2, avail, budget - used, pop_s[i], pop_l[i])
-        used += u
-        pop_ms[i] = ms
-    return used
-
-
-@njit(cache=True)  # type: ignore[misc]
 def _select(rng, pop_ms, npop, size):  # type: ignore[no-untyped-def]
     """Tournament selection of ``size`` random individuals."""
     a = rng.integers(0, npop)
@@ -438,32 +370,6 @@ def _survive(pop_l, pop_s, pop_ms, ch_l, ch_s, ch_ms, weights, tiebreak):  # typ
         pop_ms[q] = new_ms[q]
     for q in range(kept, npop):
         pop_ms[q] = _BIG
-
-
-@njit(cache=True)  # type: ignore[misc]
-def _generation(rng, pb, avail, budget, pop_l, pop_s, pop_ms, weights, mut_rate, mut_moves, child_pass):  # type: ignore[no-untyped-def]
-    """One generation: as many children as the population, then keep the best
-    distinct individuals of parents + children. Returns schedules used."""
-    npop, n = pop_l.shape
-    ch_l = np.empty((npop, n), dtype=np.int64)
-    ch_s = np.empty((npop, n), dtype=np.int64)
-    ch_ms = np.full(npop, _BIG, dtype=np.int64)
-    child = np.empty(n, dtype=np.int64)
-    used = 0
-    for c in range(npop):
-        if used >= budget:
-            break
-        m = _select(rng, pop_ms, npop, 2)
-        d = _select(rng, pop_ms, npop, 2)
-        _crossover(rng, pop_l[m], pop_l[d], child)
-        for _ in range(mut_moves):
-            if rng.random() < mut_rate:
-                _shift_mutation(rng, pb, child)
-        ms, u = _evaluate(pb, child, child_pass, avail, budget - used, ch_s[c], ch_l[c])
-        ch_ms[c] = ms
-        used += u
-    _survive(pop_l, pop_s, pop_ms, ch_l, ch_s, ch_ms, weights, False)
-    return used
 
 
 @njit(cache=True)  # type: ignore[misc]

@@ -22,11 +22,6 @@ work for activity lists (Hartmann 1998; Valls, Ballestin & Quintanilla
   forward-backward passes only for children close to the
   best (selective FBI, which paid off on j60/j120 but not on j30).
 
-``GaParams(algorithm="ga")`` is the classical alternative: one population,
-FBI on every child. Peak crossover, uniform and random-key crossover and
-mutants of the best are available as options; on PSPLIB they did not beat
-the defaults (see the report in the pull request).
-
 Schedules are counted as the literature does: every SGS run and every
 justification pass is one schedule, and the search never exceeds the budget.
 All randomness comes from one :class:`numpy.random.Generator` seeded with
@@ -40,19 +35,11 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
-import numpy.typing as npt
 
 from evolve.problems.rcpsp.decode import new_profile, reset_profile, serial_kernel, sort_by_start
 from evolve.problems.rcpsp.instance import IntArray, RcpspInstance, critical_path_bound, latest_finishes
 from evolve.problems.rcpsp.intensify import _bp_restart
-from evolve.problems.rcpsp.kernels import (
-    BIG,
-    _bp_generation,
-    _bp_init,
-    _generation,
-    _init_population,
-    _rbrs_list,
-)
+from evolve.problems.rcpsp.kernels import BIG, _bp_generation, _bp_init, _rbrs_list
 
 _BIG = BIG
 
@@ -72,7 +59,6 @@ class GaParams:
     #: regret exponent of the biased sampling (None: 1 up to 40 activities,
     #: where a flatter bias gave more diverse restarts, else 2)
     rbrs_alpha: float | None = None
-    child_pass: int = 2  #: first pass for children ("ga"), see ``kernels._evaluate``
     pop_scale: float = 0.55  #: see :func:`default_pop_size`
     peak_rate: float = 0.0  #: share of children made by peak crossover (bpga)
     peak_min: float = 0.1  #: peak window length range, as fractions of the makespan
@@ -88,7 +74,6 @@ class GaParams:
     #: with only a time budget, as tuned on PSPLIB)
     polish_slack: int | None = None
     children: float = 1.0  #: children per generation, as a fraction of the population
-    algorithm: str = "bpga"  #: "bpga" (bi-population) or "ga" (GA with FBI on every child)
     #: share of restarted individuals that are neighbours of the elite
     #: (None: none up to 40 activities, where fresh samples did better, else all)
     restart_near: float | None = None
@@ -156,211 +141,136 @@ def solve(
     passes), ``seconds`` caps wall time; at least one must be given and the
     search stops at whichever runs out first, or as soon as the makespan
     reaches ``lower_bound`` (default: the critical-path bound), since nothing
-    can beat a lower bound.
+    can beat a lower bound. The engine's ``evolve run x.sm`` drives the same
+    :class:`BiPopulationGA` one generation at a time.
     """
     if schedules is None and seconds is None:
         raise ValueError("give a schedule budget, a time budget, or both")
-    if schedules is not None and schedules < 1:
-        raise ValueError("schedules must be at least 1")
-    p = _resolve(params or GaParams(), inst.n)
-    if p.algorithm not in ("bpga", "ga"):
-        raise ValueError(f"unknown algorithm {p.algorithm!r}; use 'bpga' or 'ga'")
     t0 = time.perf_counter()
     deadline = t0 + seconds if seconds is not None else None
-    # one schedule is kept for the final decode that makes list and schedule agree
-    budget = schedules - 1 if schedules is not None else 1 << 62
-    lb = critical_path_bound(inst) if lower_bound is None else lower_bound
-
-    rng = np.random.default_rng(np.random.SeedSequence(seed))
-    pb: Problem = inst.arrays
-    n = inst.n
-    prio = latest_finishes(inst).astype(np.float64)
-    avail = new_profile(inst.horizon, inst.capacities)
-    npop = p.pop_size or default_pop_size(schedules, inst.n, p.pop_scale)
-    weights = rng.integers(1, 1 << 20, size=n, dtype=np.int64)
-    if budget == 0:
-        lst = np.empty(n, dtype=np.int64)
-        _rbrs_list(rng, pb, prio, p.rbrs_alpha, lst)
-        st = np.zeros(n, dtype=np.int64)
-        return _finish(pb, avail, st, lst, 0, t0)
-    if p.algorithm == "bpga":
-        return _solve_bpga(inst, pb, prio, avail, npop, weights, rng, budget, deadline, lb, p, t0)
-    pop_l = np.empty((npop, n), dtype=np.int64)
-    pop_s = np.empty((npop, n), dtype=np.int64)
-    pop_ms = np.full(npop, _BIG, dtype=np.int64)
-    used = int(_init_population(rng, pb, prio, p.rbrs_alpha, avail, budget, pop_l, pop_s, pop_ms, 0))
-    best_ms = int(pop_ms.min())
-    b = int(pop_ms.argmin())
-    best_s, best_l = pop_s[b].copy(), pop_l[b].copy()
-    stale = 0
-
-    def out_of_budget() -> bool:
-        if used >= budget or best_ms <= lb:
-            return True
-        return deadline is not None and time.perf_counter() >= deadline
-
-    while not out_of_budget():
-        order = np.argsort(pop_ms, kind="stable")
-        pop_l, pop_s, pop_ms = pop_l[order], pop_s[order], pop_ms[order]
-        if stale >= p.restart_after:
-            keep = max(1, int(npop * p.keep_on_restart))
-            used += int(
-                _init_population(
-                    rng, pb, prio, p.rbrs_alpha, avail, budget - used, pop_l, pop_s, pop_ms, keep
-                )
-            )
-            stale = 0
-        else:
-            used += int(
-                _generation(
-                    rng,
-                    pb,
-                    avail,
-                    budget - used,
-                    pop_l,
-                    pop_s,
-                    pop_ms,
-                    weights,
-                    p.mutation_rate,
-                    p.mutation_moves,
-                    p.child_pass,
-                )
-            )
-        b = int(pop_ms.argmin())
-        if pop_ms[b] < best_ms:
-            best_ms = int(pop_ms[b])
-            best_s, best_l = pop_s[b].copy(), pop_l[b].copy()
-            stale = 0
-        else:
-            stale += 1
-    return _finish(pb, avail, best_s, best_l, used, t0)
+    ga = BiPopulationGA(inst, schedules=schedules, seed=seed, lower_bound=lower_bound, params=params)
+    while not ga.done() and (deadline is None or time.perf_counter() < deadline):
+        ga.step()
+    return ga.result(time.perf_counter() - t0)
 
 
-def _solve_bpga(
-    inst: RcpspInstance,
-    pb: Problem,
-    prio: npt.NDArray[np.float64],
-    avail: IntArray,
-    npop: int,
-    weights: IntArray,
-    rng: np.random.Generator,
-    budget: int,
-    deadline: float | None,
-    lb: int,
-    p: GaParams,
-    t0: float,
-) -> RcpspResult:
-    """Bi-population GA (Debels & Vanhoucke): world 0 holds left-justified
-    schedules, world 1 right-justified ones (stored mirrored: the reversed
-    project's left-justified schedules); children of one world are decoded
-    in the other, so each child costs one schedule and is a justification."""
-    dur, dem, cap, pp, pi, sp, si = pb
-    polish = p.polish_slack
-    if polish is None:  # tuned on PSPLIB: hurts j30, helps j60/j120, more so with more budget
-        polish = -1000 if inst.n <= 40 else (3 if budget <= 10_000 else 10)
-    pb1: Problem = (dur, dem, cap, sp, si, pp, pi)
-    n = inst.n
-    pop_l = np.empty((2, npop, n), dtype=np.int64)
-    pop_s = np.empty((2, npop, n), dtype=np.int64)
-    pop_ms = np.full((2, npop), _BIG, dtype=np.int64)
-    used = int(_bp_init(rng, pb, pb1, prio, p.rbrs_alpha, avail, budget, pop_l, pop_s, pop_ms, 0))
+class BiPopulationGA:
+    """Bi-population GA (Debels & Vanhoucke) as a state that advances one generation per
+    :meth:`step`: world 0 holds left-justified schedules, world 1 right-justified ones (stored
+    mirrored: the reversed project's left-justified schedules); children of one world are
+    decoded in the other, so each child costs one schedule and is a justification.
 
-    def best() -> tuple[int, int, int]:
-        w = int(pop_ms.min(axis=1).argmin())
-        b = int(pop_ms[w].argmin())
-        return int(pop_ms[w, b]), w, b
+    The whole state is plain arrays, counters and the random generator, so it pickles: a
+    checkpoint of it resumes exactly. ``schedules`` is a hard cap (the kernels stop inside
+    a generation when it runs out; ``None``: no cap).
+    """
 
-    def snapshot(w: int, b: int) -> tuple[IntArray, IntArray]:
-        ms = int(pop_ms[w, b])
-        lst = np.empty(n, dtype=np.int64)
+    def __init__(self, inst: RcpspInstance, *, schedules: int | None = None, seed: int = 0,
+                 lower_bound: int | None = None, params: GaParams | None = None) -> None:
+        if schedules is not None and schedules < 1:
+            raise ValueError("schedules must be at least 1")
+        p = _resolve(params or GaParams(), inst.n)
+        self.inst = inst
+        self.params = p
+        # one schedule is kept for the final decode that makes list and schedule agree
+        self.budget = schedules - 1 if schedules is not None else 1 << 62
+        self.lb = critical_path_bound(inst) if lower_bound is None else lower_bound
+        self.rng = np.random.default_rng(np.random.SeedSequence(seed))
+        n = inst.n
+        self.prio = latest_finishes(inst).astype(np.float64)
+        self.npop = p.pop_size or default_pop_size(schedules, n, p.pop_scale)
+        self.weights = self.rng.integers(1, 1 << 20, size=n, dtype=np.int64)
+        polish = p.polish_slack
+        if polish is None:  # tuned on PSPLIB: hurts j30, helps j60/j120, more so with more budget
+            polish = -1000 if n <= 40 else (3 if self.budget <= 10_000 else 10)
+        self.polish = polish
+        self.pop_l = np.empty((2, self.npop, n), dtype=np.int64)
+        self.pop_s = np.empty((2, self.npop, n), dtype=np.int64)
+        self.pop_ms = np.full((2, self.npop), _BIG, dtype=np.int64)
+        self.used = 0
+        self.stale = 0
+        self.src = 1
+        self.generation = 0
+        avail = self.profile()
+        if self.budget == 0:
+            lst = np.empty(n, dtype=np.int64)
+            _rbrs_list(self.rng, inst.arrays, self.prio, p.rbrs_alpha, lst)
+            self.best_ms, self.best_s, self.best_l = int(_BIG), np.zeros(n, dtype=np.int64), lst
+            return
+        self.used = int(_bp_init(self.rng, inst.arrays, self.mirror(), self.prio, p.rbrs_alpha, avail,
+                                 self.budget, self.pop_l, self.pop_s, self.pop_ms, 0))
+        self.best_ms, w, b = self.best()
+        self.best_s, self.best_l = self.snapshot(w, b)
+
+    def profile(self) -> IntArray:
+        """A fresh resource profile (scratch space of the kernels; not part of the state)."""
+        return new_profile(self.inst.horizon, self.inst.capacities)  # type: ignore[no-any-return]
+
+    def mirror(self) -> Problem:
+        dur, dem, cap, pp, pi, sp, si = self.inst.arrays
+        return (dur, dem, cap, sp, si, pp, pi)
+
+    def done(self) -> bool:
+        """Out of schedules, or at the critical-path bound (nothing can beat it)."""
+        return self.used >= self.budget or self.best_ms <= self.lb
+
+    def best(self) -> tuple[int, int, int]:
+        w = int(self.pop_ms.min(axis=1).argmin())
+        b = int(self.pop_ms[w].argmin())
+        return int(self.pop_ms[w, b]), w, b
+
+    def snapshot(self, w: int, b: int) -> tuple[IntArray, IntArray]:
+        ms = int(self.pop_ms[w, b])
+        lst = np.empty(self.inst.n, dtype=np.int64)
         if w == 0:
-            st = pop_s[0, b].copy()
-            sort_by_start(st, pop_l[0, b][::-1].copy(), lst)
+            st = self.pop_s[0, b].copy()
+            sort_by_start(st, self.pop_l[0, b][::-1].copy(), lst)
         else:
-            st = ms - pop_s[1, b] - inst.durations
-            sort_by_start(st, pop_l[1, b].copy(), lst)
+            st = ms - self.pop_s[1, b] - self.inst.durations
+            sort_by_start(st, self.pop_l[1, b].copy(), lst)
         return st, lst
 
-    best_ms, w, b = best()
-    best_s, best_l = snapshot(w, b)
-    stale = 0
-    src = 1
-    while used < budget and best_ms > lb and (deadline is None or time.perf_counter() < deadline):
+    def step(self) -> None:
+        """One generation (or a partial restart after ``restart_after`` stale ones)."""
+        p, inst = self.params, self.inst
+        pop_l, pop_s, pop_ms = self.pop_l, self.pop_s, self.pop_ms
         for q in range(2):
             order = np.argsort(pop_ms[q], kind="stable")
             pop_l[q], pop_s[q], pop_ms[q] = pop_l[q][order], pop_s[q][order], pop_ms[q][order]
-        tgt = 1 - src
-        if stale >= p.restart_after:
-            keep = max(1, int(npop * p.keep_on_restart))
-            used += int(
-                _bp_restart(
-                    rng,
-                    pb,
-                    pb1,
-                    prio,
-                    p.rbrs_alpha,
-                    avail,
-                    budget - used,
-                    pop_l,
-                    pop_s,
-                    pop_ms,
-                    keep,
-                    p.restart_near,
-                    p.restart_moves,
-                    p.restart_mix,
-                )
-            )
-            stale = 0
+        avail = self.profile()
+        src, tgt = self.src, 1 - self.src
+        left = self.budget - self.used
+        if self.stale >= p.restart_after:
+            keep = max(1, int(self.npop * p.keep_on_restart))
+            self.used += int(_bp_restart(
+                self.rng, inst.arrays, self.mirror(), self.prio, p.rbrs_alpha, avail, left,
+                pop_l, pop_s, pop_ms, keep, p.restart_near, p.restart_moves, p.restart_mix))
+            self.stale = 0
         else:
-            used += int(
-                _bp_generation(
-                    rng,
-                    pb if tgt == 0 else pb1,
-                    avail,
-                    budget - used,
-                    pop_l[src],
-                    pop_s[src],
-                    pop_ms[src],
-                    pop_l[tgt],
-                    pop_s[tgt],
-                    pop_ms[tgt],
-                    weights,
-                    p.mutation_rate,
-                    p.mutation_moves,
-                    p.peak_rate,
-                    p.peak_min,
-                    p.peak_max,
-                    p.tournament_father,
-                    p.tournament_mother,
-                    p.tiebreak,
-                    p.parallel_rate,
-                    p.elite_rate,
-                    p.crossover,
-                    polish,
-                    p.children,
-                )
-            )
-            src = tgt
-        ms, w, b = best()
-        if ms < best_ms:
-            best_ms = ms
-            best_s, best_l = snapshot(w, b)
-            stale = 0
+            self.used += int(_bp_generation(
+                self.rng, inst.arrays if tgt == 0 else self.mirror(), avail, left,
+                pop_l[src], pop_s[src], pop_ms[src], pop_l[tgt], pop_s[tgt], pop_ms[tgt],
+                self.weights, p.mutation_rate, p.mutation_moves, p.peak_rate, p.peak_min, p.peak_max,
+                p.tournament_father, p.tournament_mother, p.tiebreak, p.parallel_rate, p.elite_rate,
+                p.crossover, self.polish, p.children))
+            self.src = tgt
+        self.generation += 1
+        ms, w, b = self.best()
+        if ms < self.best_ms:
+            self.best_ms = ms
+            self.best_s, self.best_l = self.snapshot(w, b)
+            self.stale = 0
         else:
-            stale += 1
-    return _finish(pb, avail, best_s, best_l, used, t0)
+            self.stale += 1
 
-
-def _finish(
-    pb: Problem, avail: IntArray, starts: IntArray, order: IntArray, used: int, t0: float
-) -> RcpspResult:
-    """Decode the best schedule's start-sorted list once more (one counted
-    schedule): the result starts no activity later, and the reported list
-    decodes exactly to the reported schedule."""
-    dur, dem, cap, pred_ptr, pred_idx, _, _ = pb
-    lst = np.empty(dur.shape[0], dtype=np.int64)
-    sort_by_start(starts, order, lst)
-    out = np.empty(dur.shape[0], dtype=np.int64)
-    ms = int(serial_kernel(lst, dur, dem, pred_ptr, pred_idx, avail, out))
-    reset_profile(avail, cap, ms)
-    return RcpspResult(ms, out, lst, used + 1, time.perf_counter() - t0)
+    def result(self, seconds: float) -> RcpspResult:
+        """Decode the best schedule's start-sorted list once more (one counted schedule): the
+        result starts no activity later, and the reported list decodes exactly to it."""
+        dur, dem, cap, pred_ptr, pred_idx, _, _ = self.inst.arrays
+        avail = self.profile()
+        lst = np.empty(dur.shape[0], dtype=np.int64)
+        sort_by_start(self.best_s, self.best_l, lst)
+        out = np.empty(dur.shape[0], dtype=np.int64)
+        ms = int(serial_kernel(lst, dur, dem, pred_ptr, pred_idx, avail, out))
+        reset_profile(avail, cap, ms)
+        return RcpspResult(ms, out, lst, self.used + 1, seconds)
