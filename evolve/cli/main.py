@@ -33,7 +33,7 @@ from evolve.problems.synthetic import generate_document, save_document
 from evolve.report import write_report
 from evolve.run.backends import BACKENDS
 from evolve.run.folder import new_run_dir, run_search
-from evolve.scheduling.reference import Schedule, schedule
+from evolve.scheduling import Schedule, schedule
 from evolve.search.options import DEFAULTS, SearchOptions
 
 
@@ -41,6 +41,17 @@ from evolve.search.options import DEFAULTS, SearchOptions
 @click.version_option(package_name="evolve")
 def cli() -> None:
     """evolve: evolutionary search for the best plan (task graph) for a planning problem."""
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is Ctrl-C: a ``KeyboardInterrupt``, or the ``SystemError`` a compiled
+    kernel raises when the interrupt lands while it runs (the interrupt is its context)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def read_problem(path: str) -> Problem:
@@ -154,7 +165,9 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
                 resume=resume_dir is not None, on_generation=progress, proposer=proposer,
                 proposer_share=llm_ratio if proposer is not None else 0.0,
                 extra_summary=(lambda: {"llm": proposer.usage_summary()}) if proposer is not None else None)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as exc:
+        if not interrupted(exc):
+            raise
         click.echo("\ninterrupted: the last completed generation is checkpointed; continue with "
                    f"the same command and --resume {folder}", err=True)
         sys.exit(130)

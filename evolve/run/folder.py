@@ -22,11 +22,14 @@ from evolve.fitness.registry import resolve_all
 from evolve.model.files import problem_to_dict
 from evolve.model.problem import Problem
 from evolve.problems import default_operators
+from evolve.problems.rcpsp.algorithm import OPERATOR as ACTIVITY_GA
+from evolve.problems.rcpsp.algorithm import ActivityListGA
+from evolve.problems.rcpsp.problem import is_integer_rcpsp
 from evolve.run import checkpoint
 from evolve.run.checkpoint import fingerprint
 from evolve.run.evaluator import Evaluator
 from evolve.scheduling import schedule
-from evolve.search.algorithm import SearchResult
+from evolve.search.algorithm import Algorithm, SearchResult, minimize
 from evolve.search.loop import Proposer, Search
 from evolve.search.operators import OperatorSet, operator_name
 from evolve.search.options import SearchOptions
@@ -78,6 +81,8 @@ def run_search(
     must have been made for the same problem, objectives and options.
     """
     fitnesses = list(fitnesses) if fitnesses is not None else resolve_all(DEFAULT_OBJECTIVES)
+    # an integer RCPSP gets the activity-list GA unless the caller asks for operators or a proposer
+    activity_ga = operators is None and proposer is None and is_integer_rcpsp(problem)
     operators = operators if operators is not None else default_operators(problem)
     ranking = Ranking.of(fitnesses, weights)
     unknown = [name for name in options.target if name not in ranking.objectives]
@@ -92,7 +97,7 @@ def run_search(
         "problem": fingerprint(problem_to_dict(problem)),
         "options": fingerprint(options.fingerprint()),
         "ranking": ranking.describe(),
-        "operators": operator_names(operators, proposer, proposer_share),
+        "operators": ACTIVITY_GA if activity_ga else operator_names(operators, proposer, proposer_share),
     }
     restored = checkpoint.load(out, identity) if resume else None
     (out / "problem.json").write_text(dump_json(problem_to_dict(problem)))
@@ -107,24 +112,30 @@ def run_search(
                       scheduler_address=options.scheduler_address,
                       eval_timeout=options.eval_timeout, isolate=options.isolate) as evaluator:
 
-        def save_checkpoint(search: Search) -> None:
+        def save_checkpoint(search: Algorithm) -> None:
             events.flush()
             checkpoints.save(search.state(), events.tell())
 
-        search = Search(problem, operators=operators, evaluator=evaluator, ranking=ranking,
-                        options=options, on_event=event_writer(events, on_generation),
-                        proposer=proposer, proposer_share=proposer_share,
-                        on_generation=save_checkpoint)
+        emit = event_writer(events, on_generation)
+        search: Search | ActivityListGA
+        if activity_ga:
+            search = ActivityListGA(problem, evaluator=evaluator, ranking=ranking, options=options,
+                                    on_event=emit)
+        else:
+            search = Search(problem, operators=operators, evaluator=evaluator, ranking=ranking,
+                            options=options, on_event=emit, proposer=proposer,
+                            proposer_share=proposer_share)
         if restored is not None:
             search.restore(restored.state)
-        result = search.run()
+        result = minimize(search, options.budget(), emit=emit, on_generation=save_checkpoint)
         jobs = evaluator.jobs
         worker_failures = evaluator.worker_failures
     seconds = time.perf_counter() - began
     best = result.best
     sched = schedule(problem, best.plan)
     (out / "best.json").write_text(dump_json({**best.plan.to_dict(), "schedule": sched.to_dict()}))
-    failed = sum(1 for ev in search.cache.values() if ev.failed is not None)
+    scored = search.cache.values() if isinstance(search, Search) else [c.evaluation for c in result.population]
+    failed = sum(1 for ev in scored if ev.failed is not None)
     summary = {
         "problem": problem.name,
         "best": {

@@ -1,0 +1,145 @@
+"""The bi-population activity-list GA as an algorithm of the engine.
+
+``evolve run x.sm`` and any integer RCPSP (see :func:`is_integer_rcpsp`) get the
+strongest search there is for them, :class:`~evolve.problems.rcpsp.search.BiPopulationGA`
+(the one ``evolve bench psplib`` measures), driven by the same loop, budgets,
+checkpoints, events and report as the plan GA. What it counts as an evaluation
+is a generated schedule (every SGS decode and justification pass, as the
+literature counts them), so ``--max-evaluations 5000`` here is exactly
+``solve(inst, schedules=5000)``; it stops by itself at the critical-path bound.
+
+Each generation emits one ``candidate`` event when the best schedule improved:
+the new best plan, scored by the run's evaluator (so its fitness values are the
+engine's, not the GA's own claim), its parent the previous best.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from evolve.fitness.evaluation import Evaluation
+from evolve.model.patch import diff_plans
+from evolve.model.plan import Plan, plan_hash
+from evolve.model.problem import Problem
+from evolve.problems.rcpsp.operators import with_list
+from evolve.problems.rcpsp.problem import instance_of
+from evolve.problems.rcpsp.search import BiPopulationGA
+from evolve.search.algorithm import Candidate, EventSink, SearchResult
+from evolve.search.loop import Evaluator
+from evolve.search.options import SearchOptions
+from evolve.search.ranking import Ranking
+
+OPERATOR = "bpga"
+"""How events name the candidates this algorithm makes."""
+
+
+class ActivityListGA:
+    """The engine's :class:`~evolve.search.algorithm.Algorithm` over activity lists."""
+
+    def __init__(self, problem: Problem, *, evaluator: Evaluator, ranking: Ranking,
+                 options: SearchOptions, on_event: EventSink | None = None) -> None:
+        self.problem = problem
+        self.evaluator = evaluator
+        self.ranking = ranking
+        self.options = options
+        self.emit: EventSink = on_event or (lambda event: None)
+        self.generation = -1
+        self.evaluations = 0
+        self.seconds = 0.0
+        self.stale = 0
+        self.ga: BiPopulationGA | None = None
+        self.best: Candidate | None = None
+        self.best_ms = -1
+        self.serial = 0
+        self.history: list[dict[str, Any]] = []
+
+    def core(self) -> BiPopulationGA:
+        if self.ga is None:
+            raise RuntimeError("the algorithm has not started")
+        return self.ga
+
+    def start(self) -> None:
+        self.generation = 0
+        self.emit({"event": "generation_start", "generation": 0})
+        self.ga = BiPopulationGA(instance_of(self.problem), schedules=self.options.max_evaluations,
+                                 seed=self.options.seed)
+        self.end_generation()
+
+    def step(self) -> None:
+        self.generation += 1
+        self.emit({"event": "generation_start", "generation": self.generation})
+        self.core().step()
+        self.end_generation()
+
+    def end_generation(self) -> None:
+        ga = self.core()
+        # the final decode of the result is one more schedule, counted as solve() counts it
+        self.evaluations = ga.used + 1
+        self.stale = ga.stale
+        if ga.best_ms != self.best_ms:
+            self.best_ms = ga.best_ms
+            self.best = self.candidate(with_list(self.problem, ga.best_l))
+        best = self.current()
+        stats = {"event": "generation_end", "generation": self.generation, "best": best.id,
+                 "evaluations": self.evaluations, "best_values": best.evaluation.values,
+                 "population": [best.id],
+                 "objectives": {name: {"best": best.evaluation.values[name],
+                                       "median": best.evaluation.values[name]}
+                                for name in self.ranking.objectives if name in best.evaluation.values}}
+        self.history.append(stats)
+        self.emit(stats)
+
+    def candidate(self, plan: Plan) -> Candidate:
+        """Score ``plan`` with the run's evaluator and announce it as this generation's best."""
+        evaluation: Evaluation = self.evaluator.evaluate([plan])[0]
+        parent = self.best
+        made = Candidate(id=f"c{self.serial}", plan=plan, hash=plan_hash(plan), generation=self.generation,
+                         evaluation=evaluation, parents=(parent.id,) if parent is not None else (),
+                         operator=OPERATOR,
+                         patch=diff_plans(parent.plan if parent is not None else Plan(), plan))
+        self.serial += 1
+        self.emit(made.event(cached=False))
+        return made
+
+    def current(self) -> Candidate:
+        if self.best is None:
+            raise RuntimeError("the algorithm has not started")
+        return self.best
+
+    def best_values(self) -> Mapping[str, float]:
+        return self.current().evaluation.values
+
+    def best_feasible(self) -> bool:
+        return self.current().evaluation.feasible
+
+    def direction(self, name: str) -> str:
+        return dict(zip(self.ranking.objectives, self.ranking.directions)).get(name, "min")
+
+    def at_bound(self) -> str | None:
+        ga = self.core()
+        if ga.best_ms <= ga.lb:
+            return f"makespan {ga.best_ms} is the critical-path bound"
+        if ga.used >= ga.budget:
+            return None  # the evaluations budget says so, in its own words
+        return None
+
+    def state(self) -> dict[str, Any]:
+        return {"generation": self.generation, "evaluations": self.evaluations, "seconds": self.seconds,
+                "stale": self.stale, "ga": self.ga, "best": self.best, "best_ms": self.best_ms,
+                "serial": self.serial, "history": self.history}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def result(self, reason: str) -> SearchResult:
+        """The GA's final decode (start-sorted best list) as the result, scored."""
+        final = self.core().result(self.seconds)
+        best = self.current()
+        plan = with_list(self.problem, final.activity_list)
+        if plan_hash(plan) != best.hash:
+            best = replace(best, plan=plan, hash=plan_hash(plan),
+                           evaluation=self.evaluator.evaluate([plan])[0])
+        return SearchResult([best], self.evaluations, 0, self.history, reason)
