@@ -104,7 +104,7 @@ def test_activity_list_ga_is_the_rcpsp_ga_at_the_same_schedule_budget(tmp_path: 
 @needs_psplib
 def test_activity_list_ga_stops_at_its_own_bound(tmp_path: Path) -> None:
     # j301_7's optimum is its critical-path bound (60): the GA reaches it and stops by itself
-    outcome = run_search(load_problem(J30.with_name("j301_7.sm")), options=SearchOptions(seed=0, jobs=1, generations=10_000),
-                         out_dir=tmp_path / "run")
+    outcome = run_search(load_problem(J30.with_name("j301_7.sm")),
+                         options=SearchOptions(seed=0, jobs=1, generations=10_000), out_dir=tmp_path / "run")
     assert outcome.summary["stop_reason"].startswith("bound:")
     assert outcome.result.best.evaluation.values["makespan"] == 60

@@ -134,7 +134,8 @@ def run_search(
     best = result.best
     sched = schedule(problem, best.plan)
     (out / "best.json").write_text(dump_json({**best.plan.to_dict(), "schedule": sched.to_dict()}))
-    scored = search.cache.values() if isinstance(search, Search) else [c.evaluation for c in result.population]
+    scored = (search.cache.values() if isinstance(search, Search)
+              else [c.evaluation for c in result.population])
     failed = sum(1 for ev in scored if ev.failed is not None)
     summary = {
         "problem": problem.name,
