@@ -11,6 +11,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from evolve import defaults
 from evolve.llm.cache import ReplyCache, default_cache_dir
 from evolve.llm.client import ChatClient
 from evolve.llm.operator import LLMOperator, ResponseFormat, Sampling
@@ -28,29 +29,25 @@ def api_key_from_env(names: str | Sequence[str] = API_KEY_ENV) -> str | None:
     return None
 
 
-DEFAULT_SHARE = 0.5
-"""The share of each generation's children asked of the LLM when none is given (``--llm-ratio``)."""
-
-
 def make_llm_operator(
     base_url: str,
     model: str,
     *,
     api_key_env: str | Sequence[str] = API_KEY_ENV,
     max_calls: int | None = None,
-    timeout: float = 60.0,
-    concurrency: int = 4,
+    timeout: float = defaults.LLM_TIMEOUT,
+    concurrency: int = defaults.LLM_CONCURRENCY,
     cache_dir: str | Path | None = None,
     use_cache: bool = True,
     cache_failures: bool = True,
     prompt_dir: str | Path | None = None,
-    temperature: float = 0.7,
-    max_tokens: int = 1024,
+    temperature: float = defaults.LLM_TEMPERATURE,
+    max_tokens: int = defaults.LLM_MAX_TOKENS,
     top_p: float | None = None,
-    response_format: ResponseFormat = "json_object",
-    max_retries: int = 3,
-    backoff: float = 0.5,
-    inspirations: int = 2,
+    response_format: ResponseFormat = defaults.LLM_RESPONSE_FORMAT,
+    max_retries: int = defaults.LLM_MAX_RETRIES,
+    backoff: float = defaults.LLM_BACKOFF,
+    inspirations: int = defaults.LLM_INSPIRATIONS,
 ) -> LLMOperator:
     """An :class:`LLMOperator` talking to ``base_url`` (e.g. ``http://127.0.0.1:8080/v1``).
 

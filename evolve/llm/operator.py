@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from evolve import defaults
 from evolve.llm.cache import ReplyCache, cache_key, prompt_hash
 from evolve.llm.client import CallError, ChatClient
 from evolve.llm.prompt import Templates, build_messages
@@ -41,9 +42,9 @@ with a ``schema`` key, as llama-cpp-python's server takes it; ``none``: no JSON 
 class Sampling:
     """The sampling settings sent with every call (and part of the cache key)."""
 
-    temperature: float = 0.7
-    max_tokens: int = 1024
-    response_format: ResponseFormat = "json_object"
+    temperature: float = defaults.LLM_TEMPERATURE
+    max_tokens: int = defaults.LLM_MAX_TOKENS
+    response_format: ResponseFormat = defaults.LLM_RESPONSE_FORMAT
     top_p: float | None = None
 
     def __post_init__(self) -> None:
@@ -91,7 +92,8 @@ class LLMOperator:
 
     def __init__(self, client: ChatClient, *, cache: ReplyCache | None = None,
                  templates: Templates | None = None, sampling: Sampling | None = None,
-                 max_calls: int | None = None, concurrency: int = 4, inspirations: int = 2,
+                 max_calls: int | None = None, concurrency: int = defaults.LLM_CONCURRENCY,
+                 inspirations: int = defaults.LLM_INSPIRATIONS,
                  cache_failures: bool = True) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")

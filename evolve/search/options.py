@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from evolve import defaults
 from evolve.search.termination import Budget
 
 
@@ -13,16 +14,16 @@ from evolve.search.termination import Budget
 class SearchOptions:
     """How a search runs. The command line reads its defaults from here, and so does the API."""
 
-    population: int = 6
-    keep: int = 3
-    generations: int = 12
-    seed: int = 0
+    population: int = defaults.POPULATION
+    keep: int = defaults.KEEP
+    generations: int = defaults.GENERATIONS
+    seed: int = defaults.SEED
     jobs: int | None = None
-    backend: str = "loky"
+    backend: str = defaults.BACKEND
     scheduler_address: str | None = None
     eval_timeout: float | None = None
     isolate: bool | None = None
-    max_attempts: int = 10
+    max_attempts: int = defaults.MAX_ATTEMPTS
     max_evaluations: int | None = None
     max_seconds: float | None = None
     target: Mapping[str, float] = field(default_factory=dict)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from evolve import defaults
 from evolve.model.compiled import CompiledProblem, compile_problem, csr
 from evolve.model.plan import Plan, Task, parse_ref
 from evolve.model.problem import Problem
@@ -70,8 +71,8 @@ class ToolChoice:
     """
 
     problem: Problem
-    max_evals: int = 3000
-    priority_evals: int = 300
+    max_evals: int = defaults.CHOICE_EVALS
+    priority_evals: int = defaults.PRIORITY_EVALS
     compiled: CompiledProblem = field(init=False)
     tables: tuple[Any, ...] = field(init=False, repr=False)
 

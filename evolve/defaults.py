@@ -1,0 +1,43 @@
+"""Every default of evolve, in one place: the options, the API and the help texts all read these.
+
+The module imports nothing from evolve, so every layer may read it.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+# -- the search --------------------------------------------------------------------------------
+POPULATION = 6
+"""Candidates per generation."""
+KEEP = 3
+"""Survivors per generation."""
+GENERATIONS = 12
+"""Generations after the first population."""
+SEED = 0
+BACKEND = "loky"
+MAX_ATTEMPTS = 10
+"""Tries to breed a child that is not a copy of a known plan."""
+
+# -- the tool-choice search (see evolve.search.toolchoice) ---------------------------------------
+CHOICE_EVALS = 3000
+"""Decodes (decode + schedule + justification) one tool-choice climb may spend."""
+PRIORITY_EVALS = 300
+"""Schedules of the priority search that follows a climb."""
+
+# -- evaluation -------------------------------------------------------------------------------
+MIN_PARALLEL_SECONDS = 0.05
+"""In-process work per call above which the evaluator measures the pool too."""
+
+# -- the LLM operator -------------------------------------------------------------------------
+LLM_SHARE = 0.5
+"""The share of each generation's children asked of the LLM (``--llm-ratio``)."""
+LLM_TIMEOUT = 60.0
+LLM_CONCURRENCY = 4
+LLM_TEMPERATURE = 0.7
+LLM_MAX_TOKENS = 1024
+LLM_RESPONSE_FORMAT: Final[Literal["json_object"]] = "json_object"
+LLM_MAX_RETRIES = 3
+LLM_BACKOFF = 0.5
+LLM_INSPIRATIONS = 2
+"""Other good plans shown to the model beside the parent."""
