@@ -35,10 +35,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from evolve.llm import LLMOperator, make_llm_operator  # noqa: E402
-from evolve.problems import load_problem  # noqa: E402
 from evolve.model.problem import Problem  # noqa: E402
+from evolve.problems import load_problem  # noqa: E402
 from evolve.run.folder import run_search  # noqa: E402
-from evolve.search.loop import SearchResult  # noqa: E402
+from evolve.search.algorithm import SearchResult  # noqa: E402
 from evolve.search.options import SearchOptions  # noqa: E402
 
 MODEL_ALIAS = "smollm2-135m-instruct"

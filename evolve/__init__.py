@@ -10,9 +10,10 @@ from evolve.model.validate import PlanError, validate
 from evolve.problems import load_problem
 from evolve.run.evaluator import Evaluator
 from evolve.run.folder import RunOutcome, run_search
-from evolve.scheduling.reference import Schedule, schedule
+from evolve.scheduling import Schedule, schedule
+from evolve.search.algorithm import Candidate, SearchResult
 from evolve.search.chaining import Builder, construct
-from evolve.search.loop import Candidate, Search, SearchResult
+from evolve.search.loop import Search
 from evolve.search.operators import STRUCTURAL, OperatorSet
 from evolve.search.options import DEFAULTS, SearchOptions
 from evolve.search.ranking import Ranking

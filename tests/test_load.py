@@ -13,9 +13,9 @@ import yaml
 
 from evolve.model.errors import InputError
 from evolve.model.files import load_plan, plan_from_dict, problem_from_dict
-from evolve.problems import load_problem
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Limits, Policy, Problem
+from evolve.problems import load_problem
 from evolve.problems.synthetic import generate_document, generate_problem
 
 GOOD: dict[str, Any] = {

@@ -1,18 +1,25 @@
 """The scheduler: a worked example checked by hand, and properties over random DAGs with random
-resource demands, including an independent time-indexed serial SGS to compare start times with."""
+resource demands, including an independent time-indexed serial SGS to compare start times with.
+Every test runs on both schedulers, the kernel-backed ``schedule`` and the Python oracle
+``reference_schedule`` (that the two agree exactly is tests/test_schedule_kernel.py)."""
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Limits, Problem, Tool
-from evolve.scheduling.reference import Schedule, schedule
+from evolve.scheduling import Schedule, reference_schedule, schedule
+
+Scheduler = Callable[[Problem, Plan], Schedule]
+both = pytest.mark.parametrize("scheduler", [schedule, reference_schedule], ids=["kernel", "reference"])
 
 
 def worked_problem(max_parallel: int | None = None) -> Problem:
@@ -31,8 +38,9 @@ WORKED = Plan(tasks=(
 ))
 
 
-def test_worked_example() -> None:
-    s = schedule(worked_problem(), WORKED)
+@both
+def test_worked_example(scheduler: Scheduler) -> None:
+    s = scheduler(worked_problem(), WORKED)
     assert dict(s.start) == {"t1": 0, "t2": 0, "t3": 150}
     assert dict(s.finish) == {"t1": 150, "t2": 250, "t3": 330}
     assert s.makespan == 330
@@ -44,45 +52,50 @@ def test_worked_example() -> None:
     assert s.to_dict()["t3"] == {"start": 150, "finish": 330}
 
 
-def test_worked_example_one_slot() -> None:
+@both
+def test_worked_example_one_slot(scheduler: Scheduler) -> None:
     """Longest remaining path first: t1 (330 to go), then t2 (250) before t3 (180)."""
-    s = schedule(worked_problem(max_parallel=1), WORKED)
+    s = scheduler(worked_problem(max_parallel=1), WORKED)
     assert s.makespan == 580
     assert dict(s.start) == {"t1": 0, "t2": 150, "t3": 400}
     assert s.critical_path_length == 330  # resources ignored: still a lower bound
 
 
-def test_priority_overrides_longest_path() -> None:
-    s = schedule(worked_problem(max_parallel=1), replace(WORKED, priority=("t2", "t1", "t3")))
+@both
+def test_priority_overrides_longest_path(scheduler: Scheduler) -> None:
+    s = scheduler(worked_problem(max_parallel=1), replace(WORKED, priority=("t2", "t1", "t3")))
     assert dict(s.start) == {"t2": 0, "t1": 250, "t3": 400}
     assert s.makespan == 580
 
 
-def test_resource_capacity_serialises_tasks() -> None:
+@both
+def test_resource_capacity_serialises_tasks(scheduler: Scheduler) -> None:
     tools = {
         "llm": Tool("llm", 100, outputs=("x",), uses={"api": 1}),
         "cpu": Tool("cpu", 40, outputs=("y",)),
     }
     problem = Problem(tools=tools, criteria=("x",), resources={"api": 1})
     plan = Plan(tasks=(Task("a", "llm"), Task("b", "llm"), Task("c", "cpu")))
-    s = schedule(problem, plan)
+    s = scheduler(problem, plan)
     assert sorted((s.start["a"], s.start["b"])) == [0, 100]
     assert s.start["c"] == 0
     assert s.makespan == 200
 
 
-def test_cycle_tasks_are_unscheduled_not_fatal() -> None:
+@both
+def test_cycle_tasks_are_unscheduled_not_fatal(scheduler: Scheduler) -> None:
     problem = worked_problem()
     plan = Plan(tasks=(Task("t1", "t1tool", deps=("t3",)), Task("t2", "t2tool"),
                        Task("t3", "t3tool", deps=("t1",))))
-    s = schedule(problem, plan)
+    s = scheduler(problem, plan)
     assert set(s.unscheduled) == {"t1", "t3"}
     assert dict(s.start) == {"t2": 0}
     assert s.makespan == 250
 
 
-def test_empty_plan() -> None:
-    s = schedule(worked_problem(), Plan())
+@both
+def test_empty_plan(scheduler: Scheduler) -> None:
+    s = scheduler(worked_problem(), Plan())
     assert s.makespan == 0 and s.critical_path == () and s.waves == ()
 
 
@@ -128,11 +141,12 @@ def capacities(problem: Problem) -> dict[str, float]:
     return {"slots": math.inf if slots is None else float(slots), **problem.resources}
 
 
+@both
 @settings(max_examples=200, deadline=None)
 @given(instances())
-def test_schedule_properties(instance: tuple[Problem, Plan]) -> None:
+def test_schedule_properties(scheduler: Scheduler, instance: tuple[Problem, Plan]) -> None:
     problem, plan = instance
-    s = schedule(problem, plan)
+    s = scheduler(problem, plan)
     duration = {t.id: problem.tools[t.tool].duration for t in plan.tasks}
     need, caps = demands(problem, plan), capacities(problem)
     assert set(s.start) == set(duration) and s.unscheduled == ()
@@ -200,17 +214,19 @@ def reference_sgs(problem: Problem, plan: Plan) -> dict[str, float]:
     return start
 
 
+@both
 @settings(max_examples=200, deadline=None)
 @given(instances(full_priority=True))
-def test_priority_order_is_serial_sgs(instance: tuple[Problem, Plan]) -> None:
+def test_priority_order_is_serial_sgs(scheduler: Scheduler, instance: tuple[Problem, Plan]) -> None:
     problem, plan = instance
-    assert dict(schedule(problem, plan).start) == reference_sgs(problem, plan)
+    assert dict(scheduler(problem, plan).start) == reference_sgs(problem, plan)
 
 
-def test_schedule_is_deterministic_on_ties() -> None:
+@both
+def test_schedule_is_deterministic_on_ties(scheduler: Scheduler) -> None:
     tools = {"k": Tool("k", 10)}
     problem = Problem(tools=tools, limits=Limits(max_parallel=1))
     plan = Plan(tasks=tuple(Task(f"t{i}", "k") for i in range(5)))
-    first: Schedule = schedule(problem, plan)
+    first: Schedule = scheduler(problem, plan)
     assert [first.start[f"t{i}"] for i in range(5)] == [0, 10, 20, 30, 40]
-    assert schedule(problem, plan) == first
+    assert scheduler(problem, plan) == first

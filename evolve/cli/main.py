@@ -16,12 +16,13 @@ from typing import Any
 import click
 import yaml
 
+from evolve import defaults
 from evolve.cli.bench import bench
 from evolve.cli.common import friendly
 from evolve.cli.report import COMMANDS as REPORT_COMMANDS
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all, survey
-from evolve.llm.factory import DEFAULT_SHARE, make_llm_operator
+from evolve.llm.factory import make_llm_operator
 from evolve.llm.operator import RESPONSE_FORMATS
 from evolve.model.errors import EvolveError
 from evolve.model.files import load_plan
@@ -97,7 +98,7 @@ def read_problem(path: str) -> Problem:
               help="How children are made: random structural operators, or also an LLM proposing patches.")
 @click.option("--llm-base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")
 @click.option("--llm-model", default=None, help="Model name the endpoint serves.")
-@click.option("--llm-ratio", type=click.FloatRange(0, 1), default=DEFAULT_SHARE, show_default=True,
+@click.option("--llm-ratio", type=click.FloatRange(0, 1), default=defaults.LLM_SHARE, show_default=True,
               help="Share of each generation's children made by the LLM (the rest: random operators).")
 @click.option("--llm-max-calls", type=click.IntRange(min=0), default=None,
               help="At most this many LLM proposals in the run.")

@@ -21,7 +21,7 @@ from evolve.model.errors import EvolveError
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 from evolve.model.validate import PlanError, validate
-from evolve.scheduling.reference import Schedule, schedule
+from evolve.scheduling import Schedule, schedule
 
 Direction = Literal["min", "max"]
 

@@ -26,7 +26,7 @@ from evolve.model.coverage import contributing_tasks, covered_criteria
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem
 from evolve.model.validate import validate
-from evolve.scheduling.reference import schedule
+from evolve.scheduling import schedule
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
 FIELDS = ("problem", "tools", "parent_id", "parent_plan", "parent_evaluation",

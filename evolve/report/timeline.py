@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from evolve.model.graph import levels, topological_order
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
-from evolve.scheduling.reference import Capacity, demand_vector, schedule
+from evolve.scheduling import Capacity, demand_vector, schedule
 
 
 @dataclass(frozen=True)

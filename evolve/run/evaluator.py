@@ -24,6 +24,7 @@ from types import TracebackType
 
 from joblib import Parallel, cpu_count, delayed, parallel_config
 
+from evolve import defaults
 from evolve.fitness.base import Fitness
 from evolve.fitness.evaluation import Evaluation, evaluate_plan
 from evolve.model.plan import Plan
@@ -111,7 +112,8 @@ class Evaluator:
     def __init__(self, problem: Problem, fitnesses: Sequence[Fitness], *, jobs: int | None = None,
                  backend: str = "loky", scheduler_address: str | None = None,
                  eval_timeout: float | None = None, isolate: bool | None = None,
-                 min_parallel_seconds: float = 0.05, kill_grace: float = 5.0) -> None:
+                 min_parallel_seconds: float = defaults.MIN_PARALLEL_SECONDS,
+                 kill_grace: float = 5.0) -> None:
         if eval_timeout is not None and backend == "threading":
             raise BackendError("--eval-timeout needs a process backend (loky, dask or ray): "
                                "a thread cannot be stopped")

@@ -9,9 +9,11 @@ engine's serial schedule generation decodes it.
 from __future__ import annotations
 
 import functools
+import math
 from pathlib import Path
 
 from evolve.model.errors import InputError
+from evolve.model.graph import topological_order
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem, Tool
 from evolve.problems.rcpsp.instance import RcpspInstance, from_arrays, load_instance
@@ -59,6 +61,49 @@ def load_rcpsp_problem(path: str | Path) -> Problem:
     except Exception as exc:
         raise InputError(str(source), "", f"not a readable RCPSP instance ({exc})") from None
     return problem_from_instance(inst)
+
+
+def is_integer_rcpsp(problem: Problem) -> bool:
+    """Whether :func:`instance_of` is ``problem`` exactly, so its integer decoder gives the same
+    schedule as :func:`evolve.scheduling.schedule` for every activity list.
+
+    That holds when the template is a well-formed project (unique ids, known
+    tools, every dep another template task, no cycle), ``max_parallel`` cannot
+    bind (absent, or at least the number of tasks), and every duration, demand
+    and capacity is a whole number with no demand above its capacity: then
+    rounding changes nothing and the time-indexed profile is exact. Anything
+    else (e.g. durations 0.4 or ``max_parallel: 1``) needs the float kernel.
+    """
+    template = problem.template
+    if not isinstance(template, Plan):
+        return False
+    ids = [t.id for t in template.tasks]
+    known = set(ids)
+    if len(known) != len(ids) or any(t.tool not in problem.tools for t in template.tasks):
+        return False
+    if any(d not in known or d == t.id for t in template.tasks for d in t.deps):
+        return False
+    if len(topological_order(template.dependency_map())) != len(ids):
+        return False
+    slots = problem.limits.max_parallel
+    if slots is not None and slots < len(ids):
+        return False
+    caps = problem.resources
+    if not all(whole(c) for c in caps.values()):
+        return False
+    for task in template.tasks:
+        tool = problem.tools[task.tool]
+        uses = [float(tool.uses.get(r, 0.0)) for r in caps]
+        if not whole(tool.duration) or not all(whole(u) for u in uses):
+            return False
+        if any(u > caps[r] for u, r in zip(uses, caps)):
+            return False
+    return True
+
+
+def whole(x: float) -> bool:
+    """A finite number with no fractional part (what the integer decoder represents exactly)."""
+    return math.isfinite(x) and float(x).is_integer()
 
 
 @functools.lru_cache(maxsize=8)
