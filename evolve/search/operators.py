@@ -93,7 +93,12 @@ def without(problem: Problem, plan: Plan, removed: set[str], rng: np.random.Gene
 
 
 def swap_tool(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
-    """Run one task with another tool that makes the same facts, chaining its inputs anew."""
+    """Run one task with another tool that makes the same facts, chaining its inputs anew.
+
+    Any tool that makes them will do, whatever its risk (a new write gets an idempotency key
+    and, under the policy, an approval upstream), except that an approval is only replaced by
+    another approval, since the writes downstream rely on it.
+    """
     fixed = template_ids(problem)
     order = [int(i) for i in rng.permutation(len(plan.tasks))]
     for i in order:
@@ -104,7 +109,8 @@ def swap_tool(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | 
         needed = set(produced_by(problem, task) or ()) & read_facts(problem, plan, task.id)
         options = [
             t for t in problem.tools.values()
-            if t.name != task.tool and needed <= set(t.outputs) and t.risk == current.risk
+            if t.name != task.tool and needed <= set(t.outputs)
+            and (current.risk != "approval" or t.risk == "approval")
         ]
         if not options:
             continue
@@ -120,7 +126,15 @@ def swap_tool(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | 
                 extra = {k: v for k, v in task.inputs.items() if k not in current.inputs}
                 new = replace(task, tool=tool.name, inputs={**extra, **inputs},
                               outputs=tuple(o for o in task.outputs if o in tool.outputs))
-                builder.tasks[builder.tasks.index(task)] = with_data_deps(new, task)
+                new = with_data_deps(new, task)
+                if tool.risk == "write":
+                    gated = problem.policy.write_requires_approval
+                    approval = builder.approval(frozenset()) if gated else None
+                    if gated and approval is None:
+                        continue
+                    new = replace(new, idempotency_key=new.idempotency_key or f"{tool.name}:{task.id}",
+                                  deps=tuple(dict.fromkeys([*new.deps, *([approval] if approval else [])])))
+                builder.tasks[builder.tasks.index(task)] = new
                 return builder.plan()
     return None
 
