@@ -53,8 +53,9 @@ def test_climbing_keeps_plans_sound_and_never_worse(problem: Problem, seed: int)
     before = search.plan_of(choice)
     if before is None:
         return
-    ms, n = search.climb(choice, np.random.default_rng(seed))
-    after = search.plan_of(choice)
+    rng = np.random.default_rng(seed)
+    ms, n = search.climb(choice, rng)
+    after = search.plan_of(choice, search.polish(choice, rng))
     assert after is not None
     check_sound(problem, after)
     assert len(after.tasks) == n

@@ -67,18 +67,30 @@ class ToolChoice:
 
     ``max_evals`` bounds the decodes one tool-choice climb may spend (each is a
     decode plus a schedule and its justification on the compiled kernel);
-    ``priority_evals`` the schedules of the priority search that follows it.
+    ``priority_evals`` the schedules of the priority search that follows it;
+    ``probe`` and ``near`` how promising moves are valued by a short priority
+    search (see :func:`~evolve.search.toolchoice_kernels.hill_climb`), which is
+    switched off for problems whose plans exceed ``CHOICE_PROBE_MAX_TASKS``.
     """
 
     problem: Problem
     max_evals: int = defaults.CHOICE_EVALS
     priority_evals: int = defaults.PRIORITY_EVALS
+    probe: int = defaults.CHOICE_PROBE
+    near: float = defaults.CHOICE_NEAR
     compiled: CompiledProblem = field(init=False)
     tables: tuple[Any, ...] = field(init=False, repr=False)
+    base: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.compiled = compile_problem(self.problem)
         self.tables = kernel_tables(self.compiled)
+        nt = len(self.compiled.tools)
+        scratch = [np.empty(nt, dtype=np.int64) for _ in range(3)]
+        self.base = self.greedy("earliest_finish")
+        size = int(k.decode(self.tables, self.base, *scratch))
+        if size > defaults.CHOICE_PROBE_MAX_TASKS:
+            self.probe = 0
 
     @property
     def applies(self) -> bool:
@@ -105,7 +117,7 @@ class ToolChoice:
         earliest-finish producer, so any plan, even a broken one, maps to a complete choice."""
         cp = self.compiled
         fact_id, tool_id = cp.fact_id, cp.tool_id
-        choice = self.greedy("earliest_finish")
+        choice = self.base.copy()
         tool_of = {t.id: tool_id.get(t.tool, -1) for t in plan.tasks}
         set_by_plan = np.zeros(choice.shape[0], dtype=np.bool_)
         for task in plan.tasks:
@@ -128,7 +140,7 @@ class ToolChoice:
 
     def climb(self, choice: Any, rng: np.random.Generator) -> tuple[float, int]:
         """Improve ``choice`` in place; ``(makespan, tasks)`` of the result."""
-        ms, n, _ = k.hill_climb(self.tables, choice, rng, self.max_evals)
+        ms, n, _ = k.hill_climb(self.tables, choice, rng, self.max_evals, self.probe, self.near)
         return float(ms), int(n)
 
     def polish(self, choice: Any, rng: np.random.Generator) -> Any:

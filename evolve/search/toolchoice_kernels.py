@@ -24,7 +24,7 @@ from numba import njit
 from evolve.scheduling.kernel import justify, rank_by, serial_sgs
 
 INFEASIBLE = np.inf
-JUSTIFY_ROUNDS = 1
+JUSTIFY_ROUNDS = 0
 """Forward-backward passes per scored choice: the first pays for itself, later ones rarely."""
 
 
@@ -306,7 +306,7 @@ def _better(ms_a, n_a, ms_b, n_b):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)  # type: ignore[misc]
-def hill_climb(tables, choice, rng, max_evals):  # type: ignore[no-untyped-def]
+def hill_climb(tables, choice, rng, max_evals, probe, near):  # type: ignore[no-untyped-def]
     """First-improvement local search on the choice; returns ``(makespan, tasks, evaluations)``.
 
     A move gives one needed fact another producer and, in the same step,
@@ -314,6 +314,14 @@ def hill_climb(tables, choice, rng, max_evals):  # type: ignore[no-untyped-def]
     the one tool replaces several). Needed facts are visited in a random
     order each pass; the search stops after a pass without improvement or
     after ``max_evals`` decodes.
+
+    A choice's value is its schedule by the longest-path rule, unless ``probe``
+    is positive: then a choice is also worth what a short priority search
+    (``probe`` schedules) makes of it, since the best tool set under a
+    greedy priority rule is often not the best one. Probing every move would
+    cost ``probe`` times more, so only moves whose greedy schedule comes within
+    ``near`` (a fraction) of the current value are probed; a greedy schedule
+    already better needs no probe.
     """
     (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
      max_tasks) = tables
@@ -324,6 +332,10 @@ def hill_climb(tables, choice, rng, max_evals):  # type: ignore[no-untyped-def]
     color = np.empty(nt, dtype=np.int64)
     ms, n = score(tables, choice, task_of, order, color)
     evals = 1
+    if probe > 0 and ms < INFEASIBLE:
+        polished, _ = priority_climb(tables, choice, rng, probe)
+        evals += probe
+        ms = min(ms, polished)
     saved = np.empty(nf, dtype=np.int64)
     needed = np.zeros(nf, dtype=np.bool_)
     facts = np.empty(nf, dtype=np.int64)
@@ -366,6 +378,11 @@ def hill_climb(tables, choice, rng, max_evals):  # type: ignore[no-untyped-def]
                         choice[g] = p
                 ms2, n2 = score(tables, choice, task_of, order, color)
                 evals += 1
+                if probe > 0 and ms2 < INFEASIBLE and not _better(ms2, n2, ms, n) \
+                        and ms2 <= ms * (1.0 + near):
+                    polished, _ = priority_climb(tables, choice, rng, probe)
+                    evals += probe
+                    ms2 = min(ms2, polished)
                 if _better(ms2, n2, ms, n):
                     ms, n = ms2, n2
                     improved = True
