@@ -30,36 +30,41 @@ IntArray = npt.NDArray[np.int64]
 
 
 @njit(cache=True)  # type: ignore[misc]
-def _heap_push(heap: IntArray, size: int, item: int, key: IntArray) -> int:
+def heap_push(keys: FloatArray, items: IntArray, size: int, key: float, item: int) -> int:
+    """Push ``item`` with ``key`` onto the binary min-heap held in ``keys``/``items``; new size."""
     i = size
-    heap[i] = item
+    keys[i] = key
+    items[i] = item
     while i > 0:
         parent = (i - 1) // 2
-        if key[heap[parent]] <= key[heap[i]]:
+        if keys[parent] <= keys[i]:
             break
-        heap[parent], heap[i] = heap[i], heap[parent]
+        keys[parent], keys[i] = keys[i], keys[parent]
+        items[parent], items[i] = items[i], items[parent]
         i = parent
     return size + 1
 
 
 @njit(cache=True)  # type: ignore[misc]
-def _heap_pop(heap: IntArray, size: int, key: IntArray) -> int:
-    top = int(heap[0])
+def heap_pop(keys: FloatArray, items: IntArray, size: int) -> tuple[float, int, int]:
+    """``(key, item, new size)`` of the heap's smallest key."""
+    key, item = keys[0], items[0]
     size -= 1
-    heap[0] = heap[size]
+    keys[0], items[0] = keys[size], items[size]
     i = 0
     while True:
         left = 2 * i + 1
         if left >= size:
             break
         child = left
-        if left + 1 < size and key[heap[left + 1]] < key[heap[left]]:
+        if left + 1 < size and keys[left + 1] < keys[left]:
             child = left + 1
-        if key[heap[i]] <= key[heap[child]]:
+        if keys[i] <= keys[child]:
             break
-        heap[i], heap[child] = heap[child], heap[i]
+        keys[i], keys[child] = keys[child], keys[i]
+        items[i], items[child] = items[child], items[i]
         i = child
-    return top
+    return key, item, size
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -124,12 +129,13 @@ def serial_sgs_placed(dur: FloatArray, need: FloatArray, cap: FloatArray,
     hint = np.zeros(n, dtype=np.int64)
     done = 0
     waiting = np.empty(n, dtype=np.int64)
+    heap_keys = np.empty(n, dtype=np.float64)
     heap = np.empty(n, dtype=np.int64)
     size = 0
     for j in range(n):
         waiting[j] = pred_ptr[j + 1] - pred_ptr[j]
         if waiting[j] == 0:
-            size = _heap_push(heap, size, j, key)
+            size = heap_push(heap_keys, heap, size, float(key[j]), j)
     # The smallest positive need of each capacity column decides when a step is full in it.
     least = np.full(width, np.inf)
     for j in range(n):
@@ -149,8 +155,7 @@ def serial_sgs_placed(dur: FloatArray, need: FloatArray, cap: FloatArray,
         jump[r, 0] = -1 if skips[r] and least[r] > cap[r] + EPS else 0
     count, tail = 1, 0
     while size > 0:
-        j = _heap_pop(heap, size, key)
-        size -= 1
+        _, j, size = heap_pop(heap_keys, heap, size)
         t = 0.0
         near = 0
         for q in range(pred_ptr[j], pred_ptr[j + 1]):
@@ -221,7 +226,7 @@ def serial_sgs_placed(dur: FloatArray, need: FloatArray, cap: FloatArray,
             s = succ_idx[q]
             waiting[s] -= 1
             if waiting[s] == 0:
-                size = _heap_push(heap, size, s, key)
+                size = heap_push(heap_keys, heap, size, float(key[s]), s)
     return start, placed[:done]
 
 

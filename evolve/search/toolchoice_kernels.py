@@ -21,47 +21,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from evolve.scheduling.kernel import justify, rank_by, serial_sgs
+from evolve.scheduling.kernel import heap_pop, heap_push, justify, rank_by, serial_sgs
 
 INFEASIBLE = np.inf
 JUSTIFY_ROUNDS = 0
 """Forward-backward passes per scored choice: the first pays for itself, later ones rarely."""
-
-
-@njit(cache=True)  # type: ignore[misc]
-def _push(keys, items, size, key, item):  # type: ignore[no-untyped-def]
-    i = size
-    keys[i] = key
-    items[i] = item
-    while i > 0:
-        parent = (i - 1) // 2
-        if keys[parent] <= keys[i]:
-            break
-        keys[parent], keys[i] = keys[i], keys[parent]
-        items[parent], items[i] = items[i], items[parent]
-        i = parent
-    return size + 1
-
-
-@njit(cache=True)  # type: ignore[misc]
-def _pop(keys, items, size):  # type: ignore[no-untyped-def]
-    key, item = keys[0], items[0]
-    size -= 1
-    keys[0], items[0] = keys[size], items[size]
-    i = 0
-    while True:
-        left = 2 * i + 1
-        if left >= size:
-            break
-        child = left
-        if left + 1 < size and keys[left + 1] < keys[left]:
-            child = left + 1
-        if keys[i] <= keys[child]:
-            break
-        keys[i], keys[child] = keys[child], keys[i]
-        items[i], items[child] = items[child], items[i]
-        i = child
-    return key, item, size
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -105,7 +69,7 @@ def greedy_choice(tables, weight, additive):  # type: ignore[no-untyped-def]
     for f in range(nf):
         if initial[f]:
             value[f] = 0.0
-            size = _push(keys, items, size, 0.0, f)
+            size = heap_push(keys, items, size, 0.0, f)
     for t in range(nt):
         if left[t] == 0 and granted[t]:
             v = weight[t]
@@ -114,9 +78,9 @@ def greedy_choice(tables, weight, additive):  # type: ignore[no-untyped-def]
                 if v < value[g]:
                     value[g] = v
                     choice[g] = t
-                    size = _push(keys, items, size, v, g)
+                    size = heap_push(keys, items, size, v, g)
     while size > 0:
-        v, f, size = _pop(keys, items, size)
+        v, f, size = heap_pop(keys, items, size)
         if final[f] or v > value[f]:
             continue
         final[f] = True
@@ -135,7 +99,7 @@ def greedy_choice(tables, weight, additive):  # type: ignore[no-untyped-def]
                 if not final[g] and tv < value[g]:
                     value[g] = tv
                     choice[g] = t
-                    size = _push(keys, items, size, tv, g)
+                    size = heap_push(keys, items, size, tv, g)
     for f in range(nf):
         if initial[f]:
             choice[f] = -1
@@ -264,11 +228,7 @@ def schedule_choice(tables, choice, task_of, order, color, rounds):  # type: ign
     if n < 0:
         return INFEASIBLE, 0, np.zeros(0, dtype=np.float64)
     pred_ptr, pred_idx, succ_ptr, succ_idx = task_graph(tables, choice, order, task_of, n)
-    dur_t = np.empty(n, dtype=np.float64)
-    need_t = np.empty((n, need.shape[1]), dtype=np.float64)
-    for k in range(n):
-        dur_t[k] = dur[order[k]]
-        need_t[k, :] = need[order[k], :]
+    dur_t, need_t = dur[order[:n]], need[order[:n]]
     key = priority_keys(dur_t, pred_ptr, pred_idx, succ_ptr, succ_idx, n)
     start = serial_sgs(dur_t, need_t, cap, pred_ptr, pred_idx, succ_ptr, succ_idx, key)
     ms = _makespan(start, dur_t)
@@ -414,11 +374,7 @@ def priority_climb(tables, choice, rng, max_evals):  # type: ignore[no-untyped-d
     if n < 2:
         return ms, best
     pred_ptr, pred_idx, succ_ptr, succ_idx = task_graph(tables, choice, order, task_of, n)
-    dur_t = np.empty(n, dtype=np.float64)
-    need_t = np.empty((n, need.shape[1]), dtype=np.float64)
-    for k in range(n):
-        dur_t[k] = dur[order[k]]
-        need_t[k, :] = need[order[k], :]
+    dur_t, need_t = dur[order[:n]], need[order[:n]]
     key = rank_by(best)
     for _ in range(max_evals):
         a = rng.integers(0, n)
