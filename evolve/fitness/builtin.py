@@ -8,19 +8,23 @@ dependencies hold work back without passing it anything.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from evolve.fitness.base import Context, fitness
-from evolve.model.coverage import contributing_tasks, covered_criteria, data_sources
-from evolve.model.graph import upstream
+from evolve.fitness.compiled import covered_count, measures_of
+from evolve.model.coverage import contributing_tasks, data_sources
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem, Risk, Tool
+from evolve.model.validate import approved_tasks
+
+# Each built-in reads the compiled figures when the context offers them (the engine's
+# evaluation always does) and falls back on the plain-Python definition, which is what
+# the figures must equal, otherwise.
 
 
 @fitness(direction="min", low=0)
 def validity(problem: Problem, plan: Plan, context: Context) -> float:
     """Number of validator errors (0 means the plan may run)."""
-    return float(len(context.errors))
+    fast = measures_of(context)
+    return float(len(context.errors) if fast is None else fast.errors)
 
 
 @fitness(direction="max", low=0, high=1)
@@ -28,7 +32,7 @@ def completeness(problem: Problem, plan: Plan, context: Context) -> float:
     """Fraction of success criteria produced by sound tasks."""
     if not problem.criteria:
         return 1.0
-    return len(covered_criteria(problem, plan, context.errors)) / len(problem.criteria)
+    return covered_count(problem, plan, context) / len(problem.criteria)
 
 
 @fitness(direction="max", low=0, high=1)
@@ -36,7 +40,9 @@ def minimality(problem: Problem, plan: Plan, context: Context) -> float:
     """Fraction of tasks that serve some criterion (1 for the empty plan)."""
     if not plan.tasks:
         return 1.0
-    return len(contributing_tasks(problem, plan)) / len(plan.tasks)
+    fast = measures_of(context)
+    serving = len(contributing_tasks(problem, plan)) if fast is None else fast.contributing
+    return serving / len(plan.tasks)
 
 
 @fitness(direction="min", low=0)
@@ -50,12 +56,18 @@ def cost(problem: Problem, plan: Plan, context: Context) -> float:
     """Total cost of the tools the plan runs (a task with a condition counts as if it runs)."""
     # A ``when`` task may be skipped at run time, but the plan commits to its
     # cost if it runs; counting it keeps the objective a bound, not a guess.
+    fast = measures_of(context)
+    if fast is not None and fast.cost is not None:
+        return fast.cost
     return sum((tool.cost for tool in task_tools(problem, plan)), 0.0)
 
 
 @fitness(direction="min", low=0)
 def llm_calls(problem: Problem, plan: Plan, context: Context) -> float:
     """Number of LLM calls the plan makes (its tools' llm_calls, summed)."""
+    fast = measures_of(context)
+    if fast is not None:
+        return float(fast.llm_calls)
     return float(sum(tool.llm_calls for tool in task_tools(problem, plan)))
 
 
@@ -65,11 +77,9 @@ def risk(problem: Problem, plan: Plan, context: Context) -> float:
     # Counted whatever the problem's policy says: with ``write_requires_approval``
     # the validator already rejects such plans, and without it this objective is
     # how a user can still prefer approved writes.
-    tasks = plan.by_id()
-    deps = dependency_map(plan)
+    approved = approved_tasks(problem, plan.by_id(), plan.dependency_map())
     return float(sum(
-        1 for task in plan.tasks
-        if tool_risk(problem, task) == "write" and not approved(problem, tasks, deps, task.id)
+        1 for task in plan.tasks if tool_risk(problem, task) == "write" and task.id not in approved
     ))
 
 
@@ -80,7 +90,7 @@ def redundant_deps(problem: Problem, plan: Plan, context: Context) -> float:
     # lengthens the schedule for nothing. Edges to missing tasks and self-edges
     # are the validator's business and are not counted here.
     tasks = plan.by_id()
-    deps = dependency_map(plan)
+    approved = approved_tasks(problem, tasks, plan.dependency_map())
     required = template_edges(problem)
     count = 0
     for task in plan.tasks:
@@ -94,7 +104,7 @@ def redundant_deps(problem: Problem, plan: Plan, context: Context) -> float:
                 continue
             seen.add(dep)
             carries_approval = tool_risk(problem, task) == "write" and (
-                tool_risk(problem, tasks[dep]) == "approval" or approved(problem, tasks, deps, dep)
+                tool_risk(problem, tasks[dep]) == "approval" or dep in approved
             )
             if dep not in reads and not carries_approval and (task.id, dep) not in required:
                 count += 1
@@ -109,18 +119,6 @@ def task_tools(problem: Problem, plan: Plan) -> list[Tool]:
 def tool_risk(problem: Problem, task: Task) -> Risk | None:
     tool = problem.tools.get(task.tool)
     return None if tool is None else tool.risk
-
-
-def dependency_map(plan: Plan) -> dict[str, list[str]]:
-    """``{task: [deps that exist]}``, the shape :mod:`evolve.model.graph` works on."""
-    tasks = plan.by_id()
-    return {tid: [d for d in t.deps if d in tasks and d != tid] for tid, t in tasks.items()}
-
-
-def approved(problem: Problem, tasks: Mapping[str, Task], deps: Mapping[str, Sequence[str]],
-             tid: str) -> bool:
-    """Whether some approval task is upstream of ``tid`` (the same test as the validator's)."""
-    return any(tool_risk(problem, tasks[up]) == "approval" for up in upstream(tid, deps))
 
 
 def template_edges(problem: Problem) -> set[tuple[str, str]]:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
-from evolve.fitness.base import Context, Fitness
-from evolve.model.coverage import covered_criteria
+from evolve.fitness.base import Fitness
+from evolve.fitness.compiled import CompiledContext, covered_count
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 
@@ -76,11 +76,11 @@ def time_limit(seconds: float | None) -> Iterator[None]:
 def evaluate_plan(problem: Problem, plan: Plan, fitnesses: Sequence[Fitness],
                   timeout: float | None = None) -> Evaluation:
     """Score one plan; any exception, ``sys.exit`` or timeout becomes a failed evaluation."""
-    context = Context(problem, plan)
+    context = CompiledContext(problem, plan)
     try:
         with time_limit(timeout):
-            errors = context.errors
-            feasible = not errors and len(covered_criteria(problem, plan, errors)) == len(problem.criteria)
+            errors = context.errors  # the validator runs only for a plan with errors (see the context)
+            feasible = not errors and covered_count(problem, plan, context) == len(problem.criteria)
             values = {f.name: f(problem, plan, context) for f in fitnesses}
     except EvaluationTimeout as exc:
         return Evaluation(failed=f"EvaluationTimeout: {exc}")

@@ -62,6 +62,14 @@ def refs_in_text(text: str) -> list[Ref]:
     return found
 
 
+TASK_MEMO = "_memo"
+"""Where :mod:`evolve.model.plan_arrays` keeps what it derived from a task object (its compiled
+record, tagged with the numbering it is valid in). A task is immutable, so this is a cache, not a
+change: it lives outside the fields (equality, hashing, ``repr`` and ``replace`` ignore it) and
+:meth:`Task.__getstate__` leaves it out of pickles, so a task pickles to the same bytes whether
+or not it was ever evaluated."""
+
+
 @dataclass(frozen=True)
 class Task:
     """One node of the graph: a tool call with its bound inputs and dependencies."""
@@ -77,6 +85,12 @@ class Task:
 
     def __hash__(self) -> int:
         return hash((self.id, self.tool, self.deps, self.outputs))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields only, never the :data:`TASK_MEMO` a compiled evaluation keeps on the task."""
+        state = dict(self.__dict__)
+        state.pop(TASK_MEMO, None)
+        return state
 
     def refs(self) -> list[Ref]:
         """Every reference this task reads, from its inputs and its ``when`` condition."""

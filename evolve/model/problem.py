@@ -7,12 +7,17 @@ plain dicts only so that they pickle under every joblib backend).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 Risk = Literal["read", "write", "approval"]
 RISKS: tuple[Risk, ...] = ("read", "write", "approval")
+
+T = TypeVar("T")
+
+MEMO = "_memo"
+"""The instance attribute holding :meth:`Problem.derived` values; never pickled, compared or shown."""
 
 
 @dataclass(frozen=True)
@@ -72,5 +77,54 @@ class Problem:
         return scope is None or self.scopes is None or scope in self.scopes
 
     def producers(self, fact: str) -> list[Tool]:
-        """Tools whose outputs include ``fact``, in catalog order."""
-        return [tool for tool in self.tools.values() if fact in tool.outputs]
+        """Tools whose outputs include ``fact``, in catalog order (a fresh list: callers may keep it)."""
+        return list(self.derived(producer_index).get(fact, ()))
+
+    def initial_set(self) -> frozenset[str]:
+        """:attr:`initial` as a set, built once, so a membership test is not a scan of the tuple."""
+        return self.derived(initial_facts)
+
+    def derived(self, build: Callable[[Problem], T]) -> T:
+        """``build(self)``, computed once per problem object and kept on it.
+
+        Indexes (producers per fact, the compiled arrays) are pure functions of
+        the problem, which nothing changes after it is built, so the first
+        answer stays right. They live in the instance's ``__dict__`` under
+        :data:`MEMO`, outside the dataclass fields: equality, hashing and
+        ``repr`` ignore them, ``dataclasses.replace`` starts a new problem
+        without them, and :meth:`__getstate__` leaves them out of pickles, so
+        a problem pickles to the same bytes before and after it is used (the
+        purity check of :func:`evolve.fitness.testing.check_fitness` compares
+        exactly that) and each worker rebuilds what it needs. Keyed by the
+        ``build`` function itself, so two modules can never collide on a name.
+        """
+        memo: dict[Callable[[Problem], Any], Any] | None = self.__dict__.get(MEMO)
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, MEMO, memo)  # a cache, not a change: see the docstring
+        try:
+            value: T = memo[build]
+        except KeyError:
+            value = memo[build] = build(self)
+        return value
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields only: derived indexes are rebuilt where they are needed (see :meth:`derived`)."""
+        state = dict(self.__dict__)
+        state.pop(MEMO, None)
+        return state
+
+
+def initial_facts(problem: Problem) -> frozenset[str]:
+    """The facts known from the start, as a set (what :meth:`Problem.initial_set` keeps)."""
+    return frozenset(problem.initial)
+
+
+def producer_index(problem: Problem) -> dict[str, tuple[Tool, ...]]:
+    """Each fact's producing tools, in catalog order: one pass over the catalog instead of one per
+    question (a tool listing a fact twice is still listed once, as the scan found it once)."""
+    index: dict[str, list[Tool]] = {}
+    for tool in problem.tools.values():
+        for fact in dict.fromkeys(tool.outputs):
+            index.setdefault(fact, []).append(tool)
+    return {fact: tuple(tools) for fact, tools in index.items()}

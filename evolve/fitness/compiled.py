@@ -1,0 +1,278 @@
+"""The built-in objectives on compiled arrays: one numba kernel per plan instead of Python walks.
+
+The plain-Python definitions (:func:`evolve.model.validate.validate`,
+:func:`evolve.model.coverage.covered_criteria` and
+:func:`~evolve.model.coverage.contributing_tasks`, the sums in
+:mod:`evolve.fitness.builtin`) stay the meaning and the test oracle; this module
+gives exactly their numbers, faster. :func:`evolve.model.plan_arrays.plan_arrays`
+turns the plan into arrays and counts the errors it meets on the way; the kernel
+:func:`measure_kernel` adds what needs the graph (a dependency cycle, writes
+with no approval upstream) and computes, in linear time, how many criteria sound
+tasks cover, how many tasks serve a criterion, the cost and the LLM calls. (The
+two kernels are called one after the other from Python rather than one from the
+other: numba's on-disk cache only notices changes to a kernel's own file, and a
+kernel calling into another module could run stale code after an edit there.)
+
+:class:`CompiledContext` is the :class:`~evolve.fitness.base.Context` that
+:func:`~evolve.fitness.evaluation.evaluate_plan` hands to every objective: the
+built-ins read its :attr:`~CompiledContext.measures`, and its ``errors`` (the
+validator's messages, which plugins and the evaluation's record read) are only
+computed when the count says there are some, since a valid plan has none.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from numba import njit
+
+from evolve.fitness.base import Context
+from evolve.model.compiled import RISK_CODES, BoolArray, FloatArray, IntArray
+from evolve.model.coverage import covered_criteria
+from evolve.model.plan import Plan
+from evolve.model.plan_arrays import PlanArrays, PlanTables, plan_arrays
+from evolve.model.problem import Problem
+from evolve.model.validate import PlanError, validate
+
+COMPENSATED_SUM = sys.version_info >= (3, 12)
+"""Whether this Python's ``sum`` of floats is Neumaier-compensated (3.12 on): the kernel adds
+costs the same way, so ``cost`` is the very float the Python definition returns."""
+
+
+@dataclass(frozen=True)
+class Measures:
+    """What the built-in objectives need of one plan, as the compiled path computes it."""
+
+    errors: int
+    """Number of validator errors: ``len(validate(problem, plan))``."""
+    covered: int
+    """``len(covered_criteria(problem, plan, validate(problem, plan)))``."""
+    contributing: int
+    """``len(contributing_tasks(problem, plan))``."""
+    cost: float | None
+    """The tools' summed cost, or ``None`` when only Python's own ``sum`` gives it exactly."""
+    llm_calls: int
+
+
+@njit(cache=True)  # type: ignore[misc]
+def measure_kernel(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, read_ptr: IntArray,
+                   read_idx: IntArray, made_ptr: IntArray, made_idx: IntArray, bad_in: BoolArray,
+                   intact: BoolArray, duplicate: BoolArray, template: IntArray, risk: IntArray,
+                   cost: FloatArray, llm_calls: IntArray, initial: BoolArray, criteria: IntArray,
+                   approval_required: bool, compensated: bool, write: int, approval: int
+                   ) -> tuple[int, int, int, float, int]:
+    """``(errors, covered, contributing, cost, llm_calls)`` of one decoded plan (see
+    :class:`~evolve.model.plan_arrays.PlanArrays`); ``errors`` counts only what the arrays
+    leave out: one for a dependency cycle, one per write with no approval upstream.
+
+    The risk codes come in as arguments, not as globals: numba freezes a global
+    into the cached machine code and only notices changes to this file."""
+    n = tool.shape[0]
+    edges = dep_idx.shape[0]
+    bad = bad_in.copy()
+    errors = 0
+
+    # successors, as CSR, of the dependency graph (edges from a task to what it depends on)
+    succ_ptr = np.zeros(n + 1, dtype=np.int64)
+    for q in range(edges):
+        succ_ptr[dep_idx[q] + 1] += 1
+    for v in range(n):
+        succ_ptr[v + 1] += succ_ptr[v]
+    fill = succ_ptr[:n].copy()
+    succ_idx = np.empty(edges, dtype=np.int64)
+    for v in range(n):
+        for q in range(dep_ptr[v], dep_ptr[v + 1]):
+            u = dep_idx[q]
+            succ_idx[fill[u]] = v
+            fill[u] += 1
+
+    # Kahn's order; tasks on or behind a cycle never enter it (validate: one no-cycle error)
+    waiting = np.empty(n, dtype=np.int64)
+    order = np.empty(n, dtype=np.int64)
+    placed = 0
+    for v in range(n):
+        waiting[v] = dep_ptr[v + 1] - dep_ptr[v]
+        if waiting[v] == 0:
+            order[placed] = v
+            placed += 1
+    head = 0
+    while head < placed:
+        v = order[head]
+        head += 1
+        for q in range(succ_ptr[v], succ_ptr[v + 1]):
+            s = succ_idx[q]
+            waiting[s] -= 1
+            if waiting[s] == 0:
+                order[placed] = s
+                placed += 1
+    if placed < n:
+        errors += 1  # no-cycle
+
+    # write-approval: a write needs an approval upstream; sweep down from every approval
+    if approval_required:
+        approved = np.zeros(n, dtype=np.bool_)
+        stack = np.empty(2 * edges + 1, dtype=np.int64)
+        top = 0
+        for a in range(n):
+            if tool[a] >= 0 and risk[tool[a]] == approval:
+                for q in range(succ_ptr[a], succ_ptr[a + 1]):
+                    stack[top] = succ_idx[q]
+                    top += 1
+        while top > 0:
+            top -= 1
+            v = stack[top]
+            if approved[v]:
+                continue
+            approved[v] = True
+            for q in range(succ_ptr[v], succ_ptr[v + 1]):
+                stack[top] = succ_idx[q]
+                top += 1
+        for v in range(n):
+            if tool[v] >= 0 and risk[tool[v]] == write and not approved[v]:
+                errors += 1  # write-approval
+                bad[v] = True
+
+    # sound tasks (no error of their own, deps intact, only sound tasks upstream) and coverage
+    sound = np.zeros(n, dtype=np.bool_)
+    for k in range(placed):
+        v = order[k]
+        ok = intact[v] and not bad[v]
+        if ok:
+            for q in range(dep_ptr[v], dep_ptr[v + 1]):
+                if not sound[dep_idx[q]]:
+                    ok = False
+                    break
+        sound[v] = ok
+    facts = initial.shape[0]
+    made = np.zeros(facts, dtype=np.bool_)
+    first = np.full(facts, -1, dtype=np.int64)
+    for v in range(n):
+        for q in range(made_ptr[v], made_ptr[v + 1]):
+            f = made_idx[q]
+            if f >= facts:
+                continue  # a fact outside the catalog, never a criterion
+            if sound[v]:
+                made[f] = True
+            if first[f] < 0:
+                first[f] = v
+    covered = 0
+    for c in criteria:
+        if initial[c] or made[c]:
+            covered += 1
+
+    # contributing tasks: from each criterion's first producer and the template's tasks, along
+    # what they read and the approvals upstream of writes (each task climbed through once)
+    todo = np.empty(criteria.shape[0] + template.shape[0] + read_idx.shape[0] + n + 1, dtype=np.int64)
+    top = 0
+    for c in criteria:
+        if first[c] >= 0:
+            todo[top] = first[c]
+            top += 1
+    for v in template:
+        todo[top] = v
+        top += 1
+    serving = np.zeros(n, dtype=np.bool_)
+    climbed = np.zeros(n, dtype=np.bool_)
+    climb = np.empty(2 * edges + 1, dtype=np.int64)
+    while top > 0:
+        top -= 1
+        v = todo[top]
+        if serving[v]:
+            continue
+        serving[v] = True
+        for q in range(read_ptr[v], read_ptr[v + 1]):
+            todo[top] = read_idx[q]
+            top += 1
+        if tool[v] >= 0 and risk[tool[v]] == write:
+            up = 0
+            for q in range(dep_ptr[v], dep_ptr[v + 1]):
+                climb[up] = dep_idx[q]
+                up += 1
+            while up > 0:
+                up -= 1
+                u = climb[up]
+                if climbed[u]:
+                    continue
+                climbed[u] = True
+                if tool[u] >= 0 and risk[tool[u]] == approval:
+                    todo[top] = u
+                    top += 1
+                for q in range(dep_ptr[u], dep_ptr[u + 1]):
+                    climb[up] = dep_idx[q]
+                    up += 1
+    contributing = 0
+    for v in range(n):
+        if serving[v] and not duplicate[v]:
+            contributing += 1
+
+    # cost and LLM calls, added in plan order as Python's sum() adds them
+    total = 0.0
+    carry = 0.0
+    calls = 0
+    for v in range(n):
+        t = tool[v]
+        if t < 0:
+            continue
+        x = cost[t]
+        s = total + x
+        if compensated:
+            if abs(total) >= abs(x):
+                carry += (total - s) + x
+            else:
+                carry += (x - s) + total
+        total = s
+        calls += llm_calls[t]
+    if compensated and carry != 0.0 and math.isfinite(carry):
+        total += carry
+    return errors, covered, contributing, total, calls
+
+
+def measure(tables: PlanTables, arrays: PlanArrays) -> Measures:
+    """The figures of a decoded plan under its problem's tables."""
+    cp = tables.compiled
+    errors, covered, contributing, cost, calls = measure_kernel(
+        arrays.tool, arrays.dep_ptr, arrays.dep_idx, arrays.read_ptr, arrays.read_idx,
+        arrays.made_ptr, arrays.made_idx, arrays.bad, arrays.intact, arrays.duplicate,
+        arrays.template, cp.risk, cp.cost, cp.llm_calls, cp.initial, cp.criteria,
+        cp.approval_required, COMPENSATED_SUM, RISK_CODES["write"], RISK_CODES["approval"])
+    return Measures(errors=arrays.errors + int(errors), covered=int(covered),
+                    contributing=int(contributing), cost=float(cost) if tables.float_costs else None,
+                    llm_calls=int(calls))
+
+
+class CompiledContext(Context):
+    """A context that also offers :attr:`measures`; what :func:`evaluate_plan` gives objectives.
+
+    It is a :class:`Context` in every respect a plugin can see: ``errors`` is the
+    validator's list (empty without running the validator when the compiled
+    count is zero, which is then exactly what the validator would return) and
+    ``schedule`` is unchanged.
+    """
+
+    @cached_property
+    def measures(self) -> Measures | None:
+        """The compiled figures, or ``None`` for a plan whose task ids repeat (left to Python)."""
+        arrays = plan_arrays(self.problem, self.plan)
+        return None if arrays is None else measure(self.problem.derived(PlanTables), arrays)
+
+    @cached_property
+    def errors(self) -> list[PlanError]:
+        measures = self.measures
+        if measures is not None and measures.errors == 0:
+            return []
+        return validate(self.problem, self.plan)
+
+
+def measures_of(context: Context) -> Measures | None:
+    """The compiled figures when ``context`` offers them (and the plan compiles), else ``None``."""
+    return context.measures if isinstance(context, CompiledContext) else None
+
+
+def covered_count(problem: Problem, plan: Plan, context: Context) -> int:
+    """How many criteria sound tasks cover: what ``completeness`` and feasibility both count."""
+    fast = measures_of(context)
+    return len(covered_criteria(problem, plan, context.errors)) if fast is None else fast.covered
