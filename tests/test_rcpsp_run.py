@@ -12,7 +12,9 @@ from click.testing import CliRunner
 from evolve import SearchOptions, load_problem, run_search, schedule, validate
 from evolve.cli.main import cli
 from evolve.problems import default_operators
-from evolve.problems.rcpsp import load_best_known, load_instance, psplib_dir, schedule_violations, serial_sgs
+from evolve.problems.rcpsp.check import schedule_violations
+from evolve.problems.rcpsp.decode import serial_sgs
+from evolve.problems.rcpsp.instance import load_best_known, load_instance, psplib_dir
 from evolve.problems.rcpsp.operators import ACTIVITY_LIST, activity_list, sample_list
 from evolve.problems.rcpsp.problem import instance_of
 
