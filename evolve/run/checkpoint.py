@@ -77,8 +77,11 @@ class Writer:
     def save(self, state: dict[str, Any], events_bytes: int) -> None:
         data = snapshot(state, self.identity, events_bytes)
         self.wait()
-        self.pending = threading.Thread(target=self.write, args=(data,), name="checkpoint", daemon=True)
-        self.pending.start()
+        thread = threading.Thread(target=self.write, args=(data,), name="checkpoint", daemon=True)
+        thread.start()
+        # assigned only once started: a Ctrl-C between the two must not leave an unstarted
+        # thread for wait() to join (the write itself is atomic, so an unjoined one is harmless)
+        self.pending = thread
 
     def write(self, data: bytes) -> None:
         try:
