@@ -1,0 +1,5 @@
+"""``python -m evolve ...`` is ``evolve ...``."""
+
+from evolve.cli import main
+
+main()
