@@ -9,7 +9,7 @@ dependencies hold work back without passing it anything.
 from __future__ import annotations
 
 from evolve.fitness.base import Context, fitness
-from evolve.fitness.compiled import covered_count, measures_of
+from evolve.fitness.compiled import covered_count, makespan_value, measures_of
 from evolve.model.coverage import contributing_tasks, data_sources
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem, Risk, Tool
@@ -48,7 +48,7 @@ def minimality(problem: Problem, plan: Plan, context: Context) -> float:
 @fitness(direction="min", low=0)
 def makespan(problem: Problem, plan: Plan, context: Context) -> float:
     """Finish time of the last task in the simulated schedule."""
-    return context.schedule.makespan
+    return makespan_value(context)
 
 
 @fitness(direction="min", low=0)

@@ -15,7 +15,8 @@ kernel calling into another module could run stale code after an edit there.)
 
 :class:`CompiledContext` is the :class:`~evolve.fitness.base.Context` that
 :func:`~evolve.fitness.evaluation.evaluate_plan` hands to every objective: the
-built-ins read its :attr:`~CompiledContext.measures`, and its ``errors`` (the
+built-ins read its :attr:`~CompiledContext.measures` and
+:attr:`~CompiledContext.makespan`, and its ``errors`` (the
 validator's messages, which plugins and the evaluation's record read) are only
 computed when the count says there are some, since a valid plan has none.
 """
@@ -37,6 +38,7 @@ from evolve.model.plan import Plan
 from evolve.model.plan_arrays import PlanArrays, PlanTables, plan_arrays
 from evolve.model.problem import Problem
 from evolve.model.validate import PlanError, validate
+from evolve.scheduling.schedule import compiled_makespan
 
 COMPENSATED_SUM = sys.version_info >= (3, 12)
 """Whether this Python's ``sum`` of floats is Neumaier-compensated (3.12 on): the kernel adds
@@ -59,7 +61,8 @@ class Measures:
 
 
 @njit(cache=True)  # type: ignore[misc]
-def measure_kernel(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, read_ptr: IntArray,
+def measure_kernel(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, succ_ptr: IntArray,
+                   succ_idx: IntArray, order: IntArray, read_ptr: IntArray,
                    read_idx: IntArray, made_ptr: IntArray, made_idx: IntArray, bad_in: BoolArray,
                    intact: BoolArray, duplicate: BoolArray, template: IntArray, risk: IntArray,
                    cost: FloatArray, llm_calls: IntArray, initial: BoolArray, criteria: IntArray,
@@ -76,39 +79,7 @@ def measure_kernel(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, read_pt
     bad = bad_in.copy()
     errors = 0
 
-    # successors, as CSR, of the dependency graph (edges from a task to what it depends on)
-    succ_ptr = np.zeros(n + 1, dtype=np.int64)
-    for q in range(edges):
-        succ_ptr[dep_idx[q] + 1] += 1
-    for v in range(n):
-        succ_ptr[v + 1] += succ_ptr[v]
-    fill = succ_ptr[:n].copy()
-    succ_idx = np.empty(edges, dtype=np.int64)
-    for v in range(n):
-        for q in range(dep_ptr[v], dep_ptr[v + 1]):
-            u = dep_idx[q]
-            succ_idx[fill[u]] = v
-            fill[u] += 1
-
-    # Kahn's order; tasks on or behind a cycle never enter it (validate: one no-cycle error)
-    waiting = np.empty(n, dtype=np.int64)
-    order = np.empty(n, dtype=np.int64)
-    placed = 0
-    for v in range(n):
-        waiting[v] = dep_ptr[v + 1] - dep_ptr[v]
-        if waiting[v] == 0:
-            order[placed] = v
-            placed += 1
-    head = 0
-    while head < placed:
-        v = order[head]
-        head += 1
-        for q in range(succ_ptr[v], succ_ptr[v + 1]):
-            s = succ_idx[q]
-            waiting[s] -= 1
-            if waiting[s] == 0:
-                order[placed] = s
-                placed += 1
+    placed = order.shape[0]
     if placed < n:
         errors += 1  # no-cycle
 
@@ -235,7 +206,8 @@ def measure(tables: PlanTables, arrays: PlanArrays) -> Measures:
     """The figures of a decoded plan under its problem's tables."""
     cp = tables.compiled
     errors, covered, contributing, cost, calls = measure_kernel(
-        arrays.tool, arrays.dep_ptr, arrays.dep_idx, arrays.read_ptr, arrays.read_idx,
+        arrays.tool, arrays.dep_ptr, arrays.dep_idx, arrays.succ_ptr, arrays.succ_idx, arrays.order,
+        arrays.read_ptr, arrays.read_idx,
         arrays.made_ptr, arrays.made_idx, arrays.bad, arrays.intact, arrays.duplicate,
         arrays.template, cp.risk, cp.cost, cp.llm_calls, cp.initial, cp.criteria,
         cp.approval_required, COMPENSATED_SUM, RISK_CODES["write"], RISK_CODES["approval"])
@@ -254,10 +226,27 @@ class CompiledContext(Context):
     """
 
     @cached_property
+    def decoded(self) -> PlanArrays | None:
+        """The plan as arrays, decoded once for every compiled figure, or ``None`` for a plan
+        whose task ids repeat (left to Python)."""
+        return plan_arrays(self.problem, self.plan)
+
+    @cached_property
     def measures(self) -> Measures | None:
         """The compiled figures, or ``None`` for a plan whose task ids repeat (left to Python)."""
-        arrays = plan_arrays(self.problem, self.plan)
+        arrays = self.decoded
         return None if arrays is None else measure(self.problem.derived(PlanTables), arrays)
+
+    @cached_property
+    def makespan(self) -> float | None:
+        """``schedule.makespan`` without the schedule's Python (``None``: left to Python, as
+        :attr:`measures`); raises the scheduler's ``ValueError`` when a task never fits. A
+        schedule some other objective has already asked for is read instead."""
+        if "schedule" in self.__dict__:
+            return self.schedule.makespan
+        arrays = self.decoded
+        return None if arrays is None else compiled_makespan(
+            self.problem.derived(PlanTables).compiled, arrays)
 
     @cached_property
     def errors(self) -> list[PlanError]:
@@ -270,6 +259,12 @@ class CompiledContext(Context):
 def measures_of(context: Context) -> Measures | None:
     """The compiled figures when ``context`` offers them (and the plan compiles), else ``None``."""
     return context.measures if isinstance(context, CompiledContext) else None
+
+
+def makespan_value(context: Context) -> float:
+    """The makespan of the context's schedule: compiled when the context offers it."""
+    fast = context.makespan if isinstance(context, CompiledContext) else None
+    return context.schedule.makespan if fast is None else fast
 
 
 def covered_count(problem: Problem, plan: Plan, context: Context) -> int:

@@ -270,10 +270,12 @@ def _slot(keys: IntArray, key: int) -> int:
 @njit(cache=True)  # type: ignore[misc]
 def decode_plan(records: IntArray, n: int, priority: IntArray, template_bad: IntArray
                 ) -> tuple[bool, int, IntArray, IntArray, IntArray, IntArray, IntArray, IntArray,
-                           IntArray, BoolArray, BoolArray, BoolArray]:
+                           IntArray, BoolArray, BoolArray, BoolArray, IntArray, IntArray, IntArray,
+                           IntArray]:
     """The plan's arrays from its records, tasks numbered by position:
     ``(repeated, errors, tool, dep_ptr, dep_idx, read_ptr, read_idx, made_ptr, made_idx, bad,
-    intact, duplicate)``.
+    intact, duplicate, rank, succ_ptr, succ_idx, order)`` (the last three from
+    :func:`dependency_order`).
 
     ``repeated`` is true when two tasks share an id (then nothing else is
     meaningful). ``deps`` holds each task's dependencies that exist and are not
@@ -284,7 +286,9 @@ def decode_plan(records: IntArray, n: int, priority: IntArray, template_bad: Int
     repeat an earlier task. ``errors`` counts every validator error these
     reveal: the records' own, dangling deps and references, references to a
     task that is no dep or does not output the fact, priority names that are no
-    task; what needs the graph (a cycle, unapproved writes) is not counted here.
+    task; what needs the graph (a cycle, unapproved writes) is not counted here. ``rank`` is
+    each task's place in the priority (the last one when its id repeats there, as
+    :func:`evolve.scheduling.base.priority_positions` has it), -1 for a task it does not name.
     """
     start = np.empty(n + 1, dtype=np.int64)
     at = 0
@@ -301,12 +305,14 @@ def decode_plan(records: IntArray, n: int, priority: IntArray, template_bad: Int
     intact = np.zeros(n, dtype=np.bool_)
     duplicate = np.zeros(n, dtype=np.bool_)
     empty = np.zeros(0, dtype=np.int64)
+    rank = np.full(n, -1, dtype=np.int64)
     keys = _table(n)
     where = np.empty(keys.shape[0], dtype=np.int64)
     for i in range(n):
         s = _slot(keys, records[start[i] + ID])
         if keys[s] != -1:
-            return True, 0, tool, empty, empty, empty, empty, empty, empty, bad, intact, duplicate
+            return (True, 0, tool, empty, empty, empty, empty, empty, empty, bad, intact, duplicate,
+                    rank, empty, empty, empty)
         keys[s] = records[start[i] + ID]
         where[s] = i
 
@@ -375,11 +381,58 @@ def decode_plan(records: IntArray, n: int, priority: IntArray, template_bad: Int
         errors += own
     for v in template_bad:
         bad[v] = True
-    for name in priority:
-        if name < 0 or keys[_slot(keys, name)] == -1:
+    for k in range(priority.shape[0]):
+        name = priority[k]
+        s = _slot(keys, name) if name >= 0 else 0
+        if name < 0 or keys[s] == -1:
             errors += 1  # priority
+        else:
+            rank[where[s]] = k
+    succ_ptr, succ_idx, order = dependency_order(dep_ptr, dep_idx[:deps_n])
     return (False, errors, tool, dep_ptr, dep_idx[:deps_n], read_ptr, read_idx[:reads_n],
-            made_ptr, made_idx[:made_n], bad, intact, duplicate)
+            made_ptr, made_idx[:made_n], bad, intact, duplicate, rank, succ_ptr, succ_idx, order)
+
+
+@njit(cache=True)  # type: ignore[misc]
+def dependency_order(dep_ptr: IntArray, dep_idx: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """``(succ_ptr, succ_idx, order)`` of the dependency graph ``dep_ptr``/``dep_idx``: its
+    successors in plan order (repeats kept) and Kahn's order, FIFO and stable in plan order, with
+    the tasks on or behind a cycle left out, exactly :func:`evolve.model.graph.topological_order`.
+    Computed once per plan, here, for every kernel that walks the graph in order (the compiled
+    figures and the compiled makespan)."""
+    n = dep_ptr.shape[0] - 1
+    edges = dep_idx.shape[0]
+    succ_ptr = np.zeros(n + 1, dtype=np.int64)
+    for q in range(edges):
+        succ_ptr[dep_idx[q] + 1] += 1
+    for v in range(n):
+        succ_ptr[v + 1] += succ_ptr[v]
+    fill = succ_ptr[:n].copy()
+    succ_idx = np.empty(edges, dtype=np.int64)
+    for v in range(n):
+        for q in range(dep_ptr[v], dep_ptr[v + 1]):
+            u = dep_idx[q]
+            succ_idx[fill[u]] = v
+            fill[u] += 1
+    waiting = np.empty(n, dtype=np.int64)
+    order = np.empty(n, dtype=np.int64)
+    placed = 0
+    for v in range(n):
+        waiting[v] = dep_ptr[v + 1] - dep_ptr[v]
+        if waiting[v] == 0:
+            order[placed] = v
+            placed += 1
+    head = 0
+    while head < placed:
+        v = order[head]
+        head += 1
+        for q in range(succ_ptr[v], succ_ptr[v + 1]):
+            s = succ_idx[q]
+            waiting[s] -= 1
+            if waiting[s] == 0:
+                order[placed] = s
+                placed += 1
+    return succ_ptr, succ_idx, order[:placed]
 
 
 @dataclass(frozen=True, eq=False)
@@ -398,6 +451,15 @@ class PlanArrays:
     intact: BoolArray
     duplicate: BoolArray
     template: IntArray
+    rank: IntArray
+    """Each task's place in the plan's priority, -1 where it names none (see :func:`decode_plan`)."""
+    succ_ptr: IntArray
+    succ_idx: IntArray
+    order: IntArray
+    """The tasks not on or behind a cycle, in Kahn's order (see :func:`dependency_order`)."""
+    ranked: int
+    """How many distinct ids the priority names (tasks of the plan or not): the place every
+    task it does not name shares, as in :func:`evolve.scheduling.base.priority_positions`."""
 
 
 def plan_arrays(problem: Problem, plan: Plan) -> PlanArrays | None:
@@ -410,7 +472,8 @@ def plan_arrays(problem: Problem, plan: Plan) -> PlanArrays | None:
     """
     compiled = compile_plan(problem, plan)
     (repeated, errors, tool, dep_ptr, dep_idx, read_ptr, read_idx, made_ptr, made_idx, bad, intact,
-     duplicate) = decode_plan(compiled.records, compiled.count, compiled.priority, compiled.template_bad)
+     duplicate, rank, succ_ptr, succ_idx, order) = decode_plan(
+        compiled.records, compiled.count, compiled.priority, compiled.template_bad)
     if repeated:
         return None
     if duplicate.any():
@@ -422,4 +485,6 @@ def plan_arrays(problem: Problem, plan: Plan) -> PlanArrays | None:
     return PlanArrays(errors=int(errors) + compiled.errors, tool=tool, dep_ptr=dep_ptr,
                       dep_idx=dep_idx, read_ptr=read_ptr, read_idx=read_idx, made_ptr=made_ptr,
                       made_idx=made_idx, bad=bad, intact=intact, duplicate=duplicate,
-                      template=compiled.template)
+                      template=compiled.template, rank=rank, succ_ptr=succ_ptr,
+                      succ_idx=succ_idx, order=order,
+                      ranked=0 if plan.priority is None else len(set(plan.priority)))
