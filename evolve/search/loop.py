@@ -202,7 +202,8 @@ class Search:
         """One child: maybe a crossover of two parents, then a mutation, then the local
         improvement; retried when it is a copy. An improved child that is a copy of a known
         plan (improvement pulls neighbours into the same local optimum) gives way to its
-        unimproved self when that is new, so the population stays diverse."""
+        unimproved self when that is new, so the population stays diverse; a child is improved
+        once, and later attempts are plain mutations."""
         rng = child_rng(self.options.seed, generation, index)
         ops = self.operators
         weights = np.arange(len(parents), 0, -1, dtype=float)
@@ -212,6 +213,7 @@ class Search:
             digest = plan_hash(plan)
             return digest not in self.cache and digest not in known
 
+        improved_once = False
         for _ in range(self.options.max_attempts):
             first = parents[int(rng.choice(len(parents), p=weights / weights.sum()))]
             plan, used, names = first.plan, [first.id], []
@@ -227,7 +229,8 @@ class Search:
                 plan, names = mutated, [*names, operator_name(mutate)]
             if not names:
                 continue
-            if ops.improve is not None:
+            if ops.improve is not None and not improved_once:
+                improved_once = True  # a second climb would mostly meet the same optimum again
                 better = ops.improve(self.problem, plan, rng)
                 if better is not None and new(better):
                     return Offspring(better, tuple(used), "+".join([*names, "improve"]))
