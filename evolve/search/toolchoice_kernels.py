@@ -266,6 +266,44 @@ def _better(ms_a, n_a, ms_b, n_b):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)  # type: ignore[misc]
+def critical_first(tables, choice, task_of, order, color, facts, m, rng):  # type: ignore[no-untyped-def]
+    """A random visiting order of ``facts[:m]`` with the facts made by critical tasks first.
+
+    A critical task is one the makespan waits for: a task finishing last, and, walking back,
+    each predecessor that finishes exactly when a critical task starts. Giving such a fact
+    another producer is the move that can shorten the plan, so the climb tries those first.
+    """
+    ms, n, start = schedule_choice(tables, choice, task_of, order, color, 0)
+    perm = rng.permutation(m)
+    if n <= 0:
+        return perm
+    (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
+     max_tasks) = tables
+    pred_ptr, pred_idx, _, _ = task_graph(tables, choice, order, task_of, n)
+    critical = np.zeros(n, dtype=np.bool_)
+    for k in range(n - 1, -1, -1):
+        if abs(start[k] + dur[order[k]] - ms) <= 1e-9:
+            critical[k] = True
+        if critical[k]:
+            for q in range(pred_ptr[k], pred_ptr[k + 1]):
+                p = pred_idx[q]
+                if abs(start[p] + dur[order[p]] - start[k]) <= 1e-9:
+                    critical[p] = True
+    out = np.empty(m, dtype=np.int64)
+    front = 0
+    for i in range(m):
+        if critical[task_of[choice[facts[perm[i]]]]]:
+            out[front] = perm[i]
+            front += 1
+    back = front
+    for i in range(m):
+        if not critical[task_of[choice[facts[perm[i]]]]]:
+            out[back] = perm[i]
+            back += 1
+    return out
+
+
+@njit(cache=True)  # type: ignore[misc]
 def hill_climb(tables, choice, rng, max_evals, probe, near):  # type: ignore[no-untyped-def]
     """First-improvement local search on the choice; returns ``(makespan, tasks, evaluations)``.
 
@@ -321,7 +359,7 @@ def hill_climb(tables, choice, rng, max_evals, probe, near):  # type: ignore[no-
             if needed[f] and prod_ptr[f + 1] - prod_ptr[f] > 1:
                 facts[m] = f
                 m += 1
-        perm = rng.permutation(m)
+        perm = critical_first(tables, choice, task_of, order, color, facts, m, rng)
         for i in range(m):
             f = facts[perm[i]]
             if evals >= max_evals:
