@@ -38,9 +38,9 @@ def default_operators(problem: Problem) -> OperatorSet:
     alone for problems with a template."""
     if is_fixed_structure(problem):
         return ACTIVITY_LIST
-    choice = ToolChoice(problem)
-    if not choice.applies:
+    if not ToolChoice.applies_to(problem):
         return STRUCTURAL
+    choice = ToolChoice(problem)
     return replace(STRUCTURAL, mutations=(*STRUCTURAL.mutations, (choice.kick, KICK_WEIGHT)),
                    initial=choice.greedy_initial, improve=choice.improve)
 

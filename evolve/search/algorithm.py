@@ -16,10 +16,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from statistics import median
 from typing import Any, Protocol
 
 from evolve.fitness.evaluation import Evaluation
 from evolve.model.plan import Plan
+from evolve.search.ranking import Ranking
 from evolve.search.termination import Budget
 
 EventSink = Callable[[dict[str, Any]], None]
@@ -60,6 +62,24 @@ class SearchResult:
     @property
     def best(self) -> Candidate:
         return self.population[0]
+
+
+def generation_end(generation: int, population: list[Candidate], evaluations: int,
+                   ranking: Ranking) -> dict[str, Any]:
+    """The ``generation_end`` event every algorithm emits: the best candidate (``population`` is
+    best first), the population's ids, and the best and median of each objective over the
+    candidates that did not fail."""
+    ok = [c for c in population if c.evaluation.failed is None]
+    stats: dict[str, Any] = {"event": "generation_end", "generation": generation,
+                             "best": population[0].id, "evaluations": evaluations,
+                             "best_values": population[0].evaluation.values,
+                             "population": [c.id for c in population]}
+    for name, direction in zip(ranking.objectives, ranking.directions):
+        values = [c.evaluation.values[name] for c in ok]
+        if values:
+            pick_best = min if direction == "min" else max
+            stats.setdefault("objectives", {})[name] = {"best": pick_best(values), "median": median(values)}
+    return stats
 
 
 class Algorithm(Protocol):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from statistics import median
 from typing import Any, Protocol
 
 import numpy as np
@@ -19,7 +18,7 @@ from evolve.fitness.evaluation import Evaluation
 from evolve.model.patch import diff_plans
 from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
-from evolve.search.algorithm import Candidate, EventSink, SearchResult, minimize
+from evolve.search.algorithm import Candidate, EventSink, SearchResult, generation_end, minimize
 from evolve.search.operators import OperatorSet, operator_name
 from evolve.search.options import SearchOptions
 from evolve.search.ranking import Ranking
@@ -276,17 +275,8 @@ class Search:
 
     def record(self, generation: int, population: list[Candidate]) -> None:
         """Per-generation statistics: the best candidate and best/median of each objective."""
-        ok = [c for c in population if c.evaluation.failed is None]
-        stats: dict[str, Any] = {"event": "generation_end", "generation": generation,
-                                 "best": population[0].id, "evaluations": self.evaluations,
-                                 "best_values": population[0].evaluation.values,
-                                 "population": [c.id for c in population[: self.options.population]]}
-        for name, direction in zip(self.ranking.objectives, self.ranking.directions):
-            values = [c.evaluation.values[name] for c in ok]
-            if values:
-                pick_best = min if direction == "min" else max
-                stats.setdefault("objectives", {})[name] = {
-                    "best": pick_best(values), "median": median(values)}
+        stats = generation_end(generation, population[: self.options.population], self.evaluations,
+                               self.ranking)
         self.history.append(stats)
         self.emit(stats)
 

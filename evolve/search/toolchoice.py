@@ -92,9 +92,10 @@ class ToolChoice:
         if size > defaults.CHOICE_PROBE_MAX_TASKS:
             self.probe = 0
 
-    @property
-    def applies(self) -> bool:
-        return self.problem.template is None and bool(self.problem.criteria)
+    @staticmethod
+    def applies_to(problem: Problem) -> bool:
+        """Whether plans of ``problem`` are built from the catalog alone (no template)."""
+        return problem.template is None and bool(problem.criteria)
 
     # -- the genome --------------------------------------------------------------------------
 

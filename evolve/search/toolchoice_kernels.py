@@ -266,14 +266,15 @@ def _better(ms_a, n_a, ms_b, n_b):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)  # type: ignore[misc]
-def critical_first(tables, choice, task_of, order, color, facts, m, rng):  # type: ignore[no-untyped-def]
+def critical_first(tables, choice, task_of, order, start, ms, n, facts, m, rng):  # type: ignore[no-untyped-def]
     """A random visiting order of ``facts[:m]`` with the facts made by critical tasks first.
 
     A critical task is one the makespan waits for: a task finishing last, and, walking back,
     each predecessor that finishes exactly when a critical task starts. Giving such a fact
     another producer is the move that can shorten the plan, so the climb tries those first.
+    ``task_of``, ``order``, ``start``, ``ms`` and ``n`` are the current choice's decode and
+    schedule (see :func:`schedule_choice`).
     """
-    ms, n, start = schedule_choice(tables, choice, task_of, order, color, 0)
     perm = rng.permutation(m)
     if n <= 0:
         return perm
@@ -342,7 +343,7 @@ def hill_climb(tables, choice, rng, max_evals, probe, near):  # type: ignore[no-
         improved = False
         if ms == INFEASIBLE:
             break
-        decode(tables, choice, task_of, order, color)
+        cur_ms, cur_n, cur_start = schedule_choice(tables, choice, task_of, order, color, 0)
         for f in range(nf):
             needed[f] = False
         m = 0
@@ -359,7 +360,7 @@ def hill_climb(tables, choice, rng, max_evals, probe, near):  # type: ignore[no-
             if needed[f] and prod_ptr[f + 1] - prod_ptr[f] > 1:
                 facts[m] = f
                 m += 1
-        perm = critical_first(tables, choice, task_of, order, color, facts, m, rng)
+        perm = critical_first(tables, choice, task_of, order, cur_start, cur_ms, cur_n, facts, m, rng)
         for i in range(m):
             f = facts[perm[i]]
             if evals >= max_evals:

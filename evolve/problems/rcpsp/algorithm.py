@@ -26,7 +26,7 @@ from evolve.model.problem import Problem
 from evolve.problems.rcpsp.operators import with_list
 from evolve.problems.rcpsp.problem import instance_of
 from evolve.problems.rcpsp.search import BiPopulationGA
-from evolve.search.algorithm import Candidate, EventSink, SearchResult
+from evolve.search.algorithm import Candidate, EventSink, SearchResult, generation_end
 from evolve.search.loop import Evaluator
 from evolve.search.options import SearchOptions
 from evolve.search.ranking import Ranking
@@ -81,13 +81,7 @@ class ActivityListGA:
         if ga.best_ms != self.best_ms:
             self.best_ms = ga.best_ms
             self.best = self.candidate(with_list(self.problem, ga.best_l))
-        best = self.current()
-        stats = {"event": "generation_end", "generation": self.generation, "best": best.id,
-                 "evaluations": self.evaluations, "best_values": best.evaluation.values,
-                 "population": [best.id],
-                 "objectives": {name: {"best": best.evaluation.values[name],
-                                       "median": best.evaluation.values[name]}
-                                for name in self.ranking.objectives if name in best.evaluation.values}}
+        stats = generation_end(self.generation, [self.current()], self.evaluations, self.ranking)
         self.history.append(stats)
         self.emit(stats)
 
@@ -121,9 +115,7 @@ class ActivityListGA:
         ga = self.core()
         if ga.best_ms <= ga.lb:
             return f"makespan {ga.best_ms} is the critical-path bound"
-        if ga.used >= ga.budget:
-            return None  # the evaluations budget says so, in its own words
-        return None
+        return None  # an exhausted schedule budget is --max-evaluations' to report
 
     def state(self) -> dict[str, Any]:
         return {"generation": self.generation, "evaluations": self.evaluations, "seconds": self.seconds,
