@@ -29,6 +29,23 @@ JUSTIFY_ROUNDS = 0
 
 
 @njit(cache=True)  # type: ignore[misc]
+def transpose(ptr, idx, targets):  # type: ignore[no-untyped-def]
+    """The CSR transpose of ``ptr``/``idx`` over ``targets`` items: for each target, the sources
+    that list it, in ascending order (readers of each fact, successors of each task)."""
+    count = np.zeros(targets + 1, dtype=np.int64)
+    for q in range(idx.shape[0]):
+        count[idx[q] + 1] += 1
+    t_ptr = np.cumsum(count)
+    t_idx = np.empty(idx.shape[0], dtype=np.int64)
+    fill = t_ptr[:-1].copy()
+    for s in range(ptr.shape[0] - 1):
+        for q in range(ptr[s], ptr[s + 1]):
+            t_idx[fill[idx[q]]] = s
+            fill[idx[q]] += 1
+    return t_ptr, t_idx
+
+
+@njit(cache=True)  # type: ignore[misc]
 def greedy_choice(tables, weight, additive):  # type: ignore[no-untyped-def]
     """A producer for every reachable fact, by a generalised Dijkstra over the AND-OR graph.
 
@@ -50,18 +67,9 @@ def greedy_choice(tables, weight, additive):  # type: ignore[no-untyped-def]
     for f in range(nf):
         for q in range(prod_ptr[f], prod_ptr[f + 1]):
             granted[prod_idx[q]] = True
-    readers_count = np.zeros(nf + 1, dtype=np.int64)
     for t in range(nt):
         left[t] = in_ptr[t + 1] - in_ptr[t]
-        for q in range(in_ptr[t], in_ptr[t + 1]):
-            readers_count[in_idx[q] + 1] += 1
-    rd_ptr = np.cumsum(readers_count)
-    rd_idx = np.empty(rd_ptr[-1], dtype=np.int64)
-    fill = rd_ptr[:-1].copy()
-    for t in range(nt):
-        for q in range(in_ptr[t], in_ptr[t + 1]):
-            rd_idx[fill[in_idx[q]]] = t
-            fill[in_idx[q]] += 1
+    rd_ptr, rd_idx = transpose(in_ptr, in_idx, nf)
     cap_heap = nf + nt + 1 + out_idx.shape[0]
     keys = np.empty(cap_heap, dtype=np.float64)
     items = np.empty(cap_heap, dtype=np.int64)
@@ -190,17 +198,7 @@ def task_graph(tables, choice, order, task_of, n):  # type: ignore[no-untyped-de
                 count += 1
         pred_ptr[k + 1] = count
     pred_idx = buf[:count].copy()
-    succ_count = np.zeros(n + 1, dtype=np.int64)
-    for q in range(count):
-        succ_count[pred_idx[q] + 1] += 1
-    succ_ptr = np.cumsum(succ_count)
-    succ_idx = np.empty(count, dtype=np.int64)
-    fill = succ_ptr[:-1].copy()
-    for k in range(n):
-        for q in range(pred_ptr[k], pred_ptr[k + 1]):
-            p = pred_idx[q]
-            succ_idx[fill[p]] = k
-            fill[p] += 1
+    succ_ptr, succ_idx = transpose(pred_ptr, pred_idx, n)
     return pred_ptr, pred_idx, succ_ptr, succ_idx
 
 
