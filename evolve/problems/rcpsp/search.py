@@ -160,10 +160,12 @@ class BiPopulationGA:
     mirrored: the reversed project's left-justified schedules); children of one world are
     decoded in the other, so each child costs one schedule and is a justification.
 
-    The whole state is plain arrays, counters and the random generator, so it pickles: a
-    checkpoint of it resumes exactly. ``schedules`` is a hard cap (the kernels stop inside
-    a generation when it runs out; ``None``: no cap).
+    The whole state is plain arrays, counters and the random generator (``CHECKPOINT_STATE``:
+    a checkpoint holds it as plain data and resumes exactly). ``schedules`` is a hard cap (the
+    kernels stop inside a generation when it runs out; ``None``: no cap).
     """
+
+    CHECKPOINT_STATE = True
 
     def __init__(self, inst: RcpspInstance, *, schedules: int | None = None, seed: int = 0,
                  lower_bound: int | None = None, params: GaParams | None = None) -> None:
