@@ -32,6 +32,12 @@ CHOICE_PROBE_MAX_TASKS = 40
 """Probing is on for plans of at most this many tasks: there it finds optima a greedy priority
 misses (e.g. 3468 instead of 3714 at 40 facts), above it costs more time than it wins."""
 
+# -- the PSPLIB benchmark (evolve bench psplib) --------------------------------------------------
+BENCH_SET = "j30"
+BENCH_SCHEDULES = 1000
+"""Schedules per instance when neither a schedule nor a time budget is given."""
+BENCH_JOBS = 1
+
 # -- evaluation -------------------------------------------------------------------------------
 MIN_PARALLEL_SECONDS = 0.05
 """In-process work per call above which the evaluator measures the pool too."""
@@ -48,3 +54,17 @@ LLM_MAX_RETRIES = 3
 LLM_BACKOFF = 0.5
 LLM_INSPIRATIONS = 2
 """Other good plans shown to the model beside the parent."""
+
+# -- the plan's condition language (see evolve.model.expression) ---------------------------------
+EXPRESSION_MAX_LENGTH = 2000
+"""The longest ``when`` or ``assumes`` condition, in characters: a bound on parse time."""
+EXPRESSION_MAX_DEPTH = 32
+"""The deepest nesting (parentheses, lists, calls, ``not``, ``-``) a condition may have."""
+
+# -- what a task does when its call fails (the plan keys on_failure and retries) -----------------
+ON_FAILURE: Final[Literal["fail_plan"]] = "fail_plan"
+"""A task's ``on_failure`` when the plan names none: a failure ends the run."""
+ON_FAILURE_POLICIES: Final = ("retry", "fail_plan", "skip_dependents", "replan")
+"""The values ``on_failure`` may take."""
+RETRIES = 0
+"""A task's ``retries`` when the plan names none: further attempts after the first."""
