@@ -63,7 +63,7 @@ def test_resume_refuses_another_runs_checkpoint(uninterrupted: Path) -> None:
 
 
 def test_resume_refuses_a_corrupt_checkpoint(tmp_path: Path) -> None:
-    (tmp_path / "checkpoint.pkl").write_bytes(b"\x80\x04garbage")
+    (tmp_path / "checkpoint.json").write_bytes(b"\x80\x04garbage")
     result = CliRunner().invoke(cli, ["run", str(REFUND), "--resume", str(tmp_path)])
     assert result.exit_code == 2
     assert "corrupt checkpoint" in result.output
@@ -87,7 +87,7 @@ def test_ctrl_c_stops_cleanly_with_a_checkpoint(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert "--resume" in err and "Traceback" not in err
-    assert (folder / "checkpoint.pkl").exists()
+    assert (folder / "checkpoint.json").exists()
 
 
 def test_budgets_stop_the_run(tmp_path: Path) -> None:

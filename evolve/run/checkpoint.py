@@ -2,9 +2,13 @@
 
 The file is written to a temporary name, flushed to disk and renamed over the
 old one, so at any moment (SIGKILL included) the folder holds one complete
-checkpoint. It records the problem, the result-changing options and the length
-of ``events.jsonl`` at that point; resuming truncates the events back to it, so
-a resumed run writes exactly the events of a run that was never stopped.
+checkpoint. It records the problem, the result-changing options, and the length
+and digest of ``events.jsonl`` at that point; resuming checks the events still
+begin with those bytes and truncates them back to it, so a resumed run writes
+exactly the events of a run that was never stopped.
+
+The state is plain JSON (:mod:`evolve.run.state_codec`), never a pickle: a run
+folder is data, and resuming one that someone else crafted runs nothing of theirs.
 """
 
 from __future__ import annotations
@@ -12,17 +16,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evolve.model.errors import EvolveError
+from evolve.run.state_codec import StateError, decode, encode
 
-CHECKPOINT = "checkpoint.pkl"
+CHECKPOINT = "checkpoint.json"
+LEGACY_CHECKPOINT = "checkpoint.pkl"
 MAGIC = "evolve-checkpoint"
-VERSION = 1
+VERSION = 2
+MAX_BYTES = 1 << 30
+"""A checkpoint larger than this is refused unread (a real one is kilobytes to megabytes)."""
 
 
 class CheckpointError(EvolveError):
@@ -31,10 +38,11 @@ class CheckpointError(EvolveError):
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """A loaded checkpoint: the search state and the length of the events log it matches."""
+    """A loaded checkpoint: the search state and the events log prefix it matches."""
 
     state: dict[str, Any]
     events_bytes: int
+    events_sha256: str
 
 
 def fingerprint(data: object) -> str:
@@ -43,11 +51,16 @@ def fingerprint(data: object) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def snapshot(state: dict[str, Any], identity: dict[str, Any], events_bytes: int) -> bytes:
+def snapshot(state: dict[str, Any], identity: dict[str, Any], events_bytes: int,
+             events_sha256: str) -> bytes:
     """The checkpoint's bytes: taken at once, so the search may go on changing its state."""
+    try:
+        body = encode(state)
+    except StateError as exc:
+        raise CheckpointError(f"cannot checkpoint the search state: {exc}") from None
     blob = {"magic": MAGIC, "version": VERSION, "identity": identity,
-            "events_bytes": events_bytes, "state": state}
-    return pickle.dumps(blob, protocol=pickle.HIGHEST_PROTOCOL)
+            "events_bytes": events_bytes, "events_sha256": events_sha256, "state": body}
+    return json.dumps(blob, separators=(",", ":"), allow_nan=True).encode()
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -74,8 +87,8 @@ class Writer:
         self.pending: threading.Thread | None = None
         self.error: BaseException | None = None
 
-    def save(self, state: dict[str, Any], events_bytes: int) -> None:
-        data = snapshot(state, self.identity, events_bytes)
+    def save(self, state: dict[str, Any], events_bytes: int, events_sha256: str) -> None:
+        data = snapshot(state, self.identity, events_bytes, events_sha256)
         self.wait()
         thread = threading.Thread(target=self.write, args=(data,), name="checkpoint", daemon=True)
         thread.start()
@@ -108,20 +121,58 @@ def load(folder: Path, identity: dict[str, Any]) -> Checkpoint:
     """Read ``folder``'s checkpoint, refusing one that was made for another problem or options."""
     path = folder / CHECKPOINT
     if not path.exists():
-        raise CheckpointError(f"{path}: no checkpoint to resume from")
+        if (folder / LEGACY_CHECKPOINT).exists():
+            raise CheckpointError(
+                f"{folder / LEGACY_CHECKPOINT}: a checkpoint in the old pickle format, which is "
+                "never loaded (a pickle can run code); start a new run folder")
+        raise CheckpointError(f"{path}: no checkpoint to resume from (the run stopped before its "
+                              "first generation ended); start it again without --resume")
     try:
-        with path.open("rb") as stream:
-            blob = pickle.load(stream)
-    except Exception as exc:
-        raise CheckpointError(f"{path}: corrupt checkpoint ({type(exc).__name__}: {exc})") from None
+        if path.stat().st_size > MAX_BYTES:
+            raise CheckpointError(f"{path}: larger than {MAX_BYTES >> 20} MiB, not a checkpoint")
+        blob = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise CheckpointError(f"{path}: corrupt checkpoint ({type(exc).__name__})") from None
     if not isinstance(blob, dict) or blob.get("magic") != MAGIC:
         raise CheckpointError(f"{path}: not an evolve checkpoint")
     if blob.get("version") != VERSION:
         raise CheckpointError(f"{path}: checkpoint version {blob.get('version')}, expected {VERSION}")
     theirs = blob.get("identity", {})
+    if not isinstance(theirs, dict):
+        raise CheckpointError(f"{path}: not an evolve checkpoint (identity)")
     differs = sorted(k for k in set(identity) | set(theirs) if identity.get(k) != theirs.get(k))
     if differs:
         raise CheckpointError(
             f"{path}: checkpoint belongs to another run (different {', '.join(differs)}); "
             "resume with the same problem and options, or start a new run folder")
-    return Checkpoint(state=blob["state"], events_bytes=int(blob["events_bytes"]))
+    size, digest = blob.get("events_bytes"), blob.get("events_sha256")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0 or not isinstance(digest, str):
+        raise CheckpointError(f"{path}: not an evolve checkpoint (events)")
+    try:
+        state = decode(blob.get("state"))
+    except (StateError, RecursionError, ValueError, TypeError) as exc:
+        raise CheckpointError(f"{path}: corrupt checkpoint state ({exc})") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path}: corrupt checkpoint state (not a mapping)")
+    return Checkpoint(state=state, events_bytes=size, events_sha256=digest)
+
+
+def check_events(path: Path, restored: Checkpoint) -> hashlib._Hash:
+    """Refuse to resume onto an events log that no longer begins with what the checkpoint saw
+    (emptied, deleted, cut or edited), and return the digest to go on from."""
+    if not path.is_file():
+        raise CheckpointError(f"{path}: missing; the checkpoint needs the events log it was "
+                              "written with, so this run cannot be resumed")
+    digest = hashlib.sha256()
+    remaining = restored.events_bytes
+    with path.open("rb") as stream:
+        while remaining > 0:
+            chunk = stream.read(min(remaining, 1 << 20))
+            if not chunk:
+                break
+            digest.update(chunk)
+            remaining -= len(chunk)
+    if remaining > 0 or digest.hexdigest() != restored.events_sha256:
+        raise CheckpointError(f"{path}: changed since the last checkpoint (emptied, cut or "
+                              "edited), so this run cannot be resumed; start a new run folder")
+    return digest

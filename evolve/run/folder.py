@@ -8,13 +8,14 @@ so they are byte-identical across ``--jobs``; wall time lives in the summary.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from evolve.fitness.base import Fitness
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
@@ -100,13 +101,14 @@ def run_search(
         "operators": ACTIVITY_GA if activity_ga else operator_names(operators, proposer, proposer_share),
     }
     restored = checkpoint.load(out, identity) if resume else None
-    (out / "problem.json").write_text(dump_json(problem_to_dict(problem)))
     events_path = out / "events.jsonl"
+    digest = checkpoint.check_events(events_path, restored) if restored is not None else None
+    (out / "problem.json").write_text(dump_json(problem_to_dict(problem)))
     if restored is not None:
         with events_path.open("r+b") as stream:
             stream.truncate(restored.events_bytes)
     began = time.perf_counter()
-    with events_path.open("a" if restored else "w", encoding="utf-8") as events, \
+    with EventLog(events_path, digest) as events, \
             checkpoint.Writer(out, identity) as checkpoints, \
             Evaluator(problem, fitnesses, jobs=options.jobs, backend=options.backend,
                       scheduler_address=options.scheduler_address,
@@ -114,7 +116,7 @@ def run_search(
 
         def save_checkpoint(search: Algorithm) -> None:
             events.flush()
-            checkpoints.save(search.state(), events.tell())
+            checkpoints.save(search.state(), events.size, events.digest.hexdigest())
 
         emit = event_writer(events, on_generation)
         search: Search | ActivityListGA
@@ -176,11 +178,36 @@ def operator_names(operators: OperatorSet, proposer: Proposer | None, share: flo
     return ",".join(parts)
 
 
-def event_writer(stream: IO[str], on_generation: Callable[[dict[str, Any]], None] | None
+class EventLog:
+    """``events.jsonl`` opened for appending, keeping its length and running SHA-256, which each
+    checkpoint records so a resume can tell the log is still the one it was written with."""
+
+    def __init__(self, path: Path, resumed: hashlib._Hash | None) -> None:
+        self.stream = path.open("ab" if resumed is not None else "wb")
+        self.digest = resumed if resumed is not None else hashlib.sha256()
+        self.size = self.stream.tell()
+
+    def write(self, line: str) -> None:
+        data = line.encode("utf-8")
+        self.stream.write(data)
+        self.digest.update(data)
+        self.size += len(data)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def __enter__(self) -> EventLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stream.close()
+
+
+def event_writer(log: EventLog, on_generation: Callable[[dict[str, Any]], None] | None
                  ) -> Callable[[dict[str, Any]], None]:
     """An event sink appending JSON lines, and telling ``on_generation`` at each generation's end."""
     def write(event: dict[str, Any]) -> None:
-        stream.write(json.dumps(event, sort_keys=True, default=str) + "\n")
+        log.write(json.dumps(event, sort_keys=True, default=str) + "\n")
         if on_generation is not None and event.get("event") == "generation_end":
             on_generation(event)
     return write
