@@ -126,7 +126,7 @@ def test_plain_values_round_trip_exactly(value: Any) -> None:
 def test_evolve_objects_arrays_and_generators_round_trip() -> None:
     rng = np.random.default_rng(7)
     plan = Plan(tasks=(Task(id="t1", tool="a", inputs={"x": [1, "$y"]}),))
-    value = {"plan": plan, "a": np.arange(6, dtype=np.int64).reshape(2, 3), "rng": rng,
+    value: dict[str, Any] = {"plan": plan, "a": np.arange(6, dtype=np.int64).reshape(2, 3), "rng": rng,
              "n": np.int64(3), "keys": {1: "one"}}
     out = decode(json.loads(json.dumps(encode(value))))
     assert out["plan"] == plan and out["keys"] == {1: "one"} and out["n"] == np.int64(3)

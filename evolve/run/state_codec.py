@@ -100,7 +100,8 @@ def _encode(value: Any, depth: int) -> Any:
 def _attributes(value: Any) -> dict[str, Any]:
     """The attributes a plain object is made of: its own ``__getstate__`` decides what is
     state (a task leaves out its memo), else its ``__dict__``."""
-    state = value.__getstate__() if type(value).__getstate__ is not object.__getstate__ else None
+    own = getattr(type(value), "__getstate__", None) is not getattr(object, "__getstate__", None)
+    state = value.__getstate__() if own else None
     if isinstance(state, dict):
         return state
     if hasattr(value, "__dict__"):
@@ -182,7 +183,7 @@ def _decode(data: Any, depth: int) -> Any:
         fields = data.get("fields")
         if not isinstance(fields, dict):
             raise StateError(f"{body}: fields missing")
-        obj = object.__new__(cls)
+        obj: Any = object.__new__(cls)
         for key, value in fields.items():
             if not isinstance(key, str) or key.startswith("__"):
                 raise StateError(f"{body}: bad attribute name {str(key)[:40]!r}")
