@@ -46,6 +46,7 @@ MIN_PARALLEL_SECONDS = 0.05
 LLM_SHARE = 0.5
 """The share of each generation's children asked of the LLM (``--llm-ratio``)."""
 LLM_TIMEOUT = 60.0
+"""Seconds one whole LLM call may take: every attempt, backoff and byte of the answer."""
 LLM_CONCURRENCY = 4
 LLM_TEMPERATURE = 0.7
 LLM_MAX_TOKENS = 1024
@@ -54,6 +55,26 @@ LLM_MAX_RETRIES = 3
 LLM_BACKOFF = 0.5
 LLM_INSPIRATIONS = 2
 """Other good plans shown to the model beside the parent."""
+LLM_MODE: Final[Literal["auto"]] = "auto"
+"""``--llm-mode``: ``patch`` (the model writes a plan patch), ``menu`` (it picks one of the
+engine's pre-scored edits) or ``auto`` (menu for models known or measured to be small)."""
+LLM_TOKEN_PARAM: Final[Literal["max_tokens"]] = "max_tokens"
+"""The request field carrying the completion limit (OpenAI's reasoning models require
+``max_completion_tokens``)."""
+LLM_MENU_SIZE = 5
+"""Edits on a menu."""
+LLM_MENU_ATTEMPTS = 4
+"""Operator draws per menu slot before a menu is left shorter (when few edits change the parent)."""
+LLM_MENU_MAX_TOKENS = 96
+"""Completion limit in menu mode, where the reply is an index and one sentence."""
+LLM_MENU_REASON_CHARS = 160
+"""Longest reason the menu reply's schema allows, so a constrained model cannot ramble."""
+LLM_SMALL_MODEL_PARAMS = 4e9
+"""``auto`` picks menu mode for a model whose name says it has fewer parameters (``135m``, ``1.5b``)."""
+LLM_AUTO_PROBE = 4
+"""``auto`` judges a model it cannot size by its first this many patch replies..."""
+LLM_AUTO_MIN_ACCEPTED = 0.5
+"""...and switches to menu mode when fewer than this share of them were accepted."""
 
 # -- the plan's condition language (see evolve.model.expression) ---------------------------------
 EXPRESSION_MAX_LENGTH = 2000
@@ -68,3 +89,40 @@ ON_FAILURE_POLICIES: Final = ("retry", "fail_plan", "skip_dependents", "replan")
 """The values ``on_failure`` may take."""
 RETRIES = 0
 """A task's ``retries`` when the plan names none: further attempts after the first."""
+
+# -- running a plan (evolve execute; see evolve.execute) ---------------------------------------
+EXECUTE_MAX_STEPS = 12
+"""Step executions a run may spend (every tool call, retries and replans included): ``--max-steps``."""
+EXECUTE_MAX_REPLANS = 5
+"""Replans a run may spend: ``--max-replans``."""
+EXECUTE_TIMEOUT = 300.0
+"""Seconds a tool call may take when its task names no ``timeout``; past it the call is a timeout
+failure (retryable), and the run goes on without waiting for it."""
+EXECUTE_BACKOFF = 0.5
+"""Seconds before the first retry of a failed call; each further retry waits twice as long."""
+EXECUTE_BACKOFF_CAP = 30.0
+"""The longest wait between two attempts of a call."""
+EXECUTE_RETRY_WINDOW = 300.0
+"""Seconds from a task's first failure within which retries may start; past it the failure is final."""
+EXECUTE_JOURNAL_SYNC = "FULL"
+"""SQLite ``synchronous`` of the journal: ``FULL`` makes every commit reach the disk before the
+call it records is made (``NORMAL`` survives a killed process but not a lost machine)."""
+EXECUTE_DISPATCHERS = ("local", "dask")
+"""Where tool calls run: threads of this process, or a Dask cluster (``--dispatcher``)."""
+EXECUTE_REPLANNERS = ("search", "llm")
+"""Who proposes a new plan (``--replanner``): the plan search, or the LLM operator."""
+REPLAN_GENERATIONS = 12
+"""Generations of the search that replans (its population and seed: the search's defaults and
+the run's seed plus the revision)."""
+
+# -- HTN domains (see evolve.problems.htn) -------------------------------------------------------
+HTN_MAX_DEPTH = 12
+"""How deep compound tasks may nest (``htn.max_depth``); past it a branch fails, so a recursive
+domain ends in "no plan", never a hang."""
+HTN_MAX_NODES = 20_000
+"""Search nodes one decomposition may visit (``htn.max_nodes``): the planner's hard stop."""
+HTN_VALIDATE_STATES = 256
+"""Synthetic world states ``evolve validate-domain`` tries; more combinations are sampled."""
+HTN_FALLBACK_TEMPERATURE = 0.0
+"""Sampling temperature of the LLM decomposition fallback: one answer per question, cacheable."""
+HTN_FALLBACK_MAX_TOKENS = 512

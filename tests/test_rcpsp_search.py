@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from evolve.problems.rcpsp.check import schedule_violations
 from evolve.problems.rcpsp.decode import serial_sgs
-from evolve.problems.rcpsp.instance import critical_path_bound, load_best_known, load_instance, psplib_dir
+from evolve.problems.rcpsp.instance import (
+    critical_path_bound,
+    energy_bound,
+    load_best_known,
+    load_instance,
+    lower_bound,
+    psplib_dir,
+)
 from evolve.problems.rcpsp.search import GaParams, solve
 
 DATA = psplib_dir()
@@ -76,3 +88,70 @@ def test_restart_near_elite_is_feasible_and_on_budget(near: float) -> None:
     assert list(serial_sgs(inst, res.activity_list)) == list(res.starts)
     again = solve(inst, schedules=400, seed=3, params=p)
     assert np.array_equal(res.starts, again.starts)
+
+
+COUNTER = """
+import sys
+from evolve.problems.rcpsp import GaParams, kernels, load_instance, search, solve
+calls = [0]
+def counted(f):
+    def g(*a):
+        calls[0] += 1
+        return f(*a)
+    return g
+# with the JIT off the kernels are Python functions that look these names up at call time
+kernels.serial_kernel = counted(kernels.serial_kernel)
+kernels.parallel_kernel = counted(kernels.parallel_kernel)
+search.serial_kernel = counted(search.serial_kernel)
+inst = load_instance(sys.argv[1])
+for params in (None, GaParams(restart_after=1, polish_slack=50, peak_rate=0.3)):
+    calls[0] = 0
+    r = solve(inst, schedules=250, seed=1, params=params, lower_bound=0)
+    print(r.schedules_used, calls[0])
+"""
+
+
+def test_every_decode_is_counted(tmp_path: Path) -> None:
+    """Count the SGS runs themselves (JIT off, decoders wrapped): each one is a counted schedule,
+    initial population, children, polishing passes, restarts and the final decode alike."""
+    script = tmp_path / "count.py"
+    script.write_text(COUNTER)
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    out = subprocess.run([sys.executable, str(script), str(DATA / "j60/j6017_4.sm")], env=env,
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["250", "250", "250", "250"]
+
+
+WARM = """
+from evolve.problems.rcpsp import kernels, intensify, decode, load_instance, solve
+from evolve.problems.rcpsp.warmup import warm_up
+import sys
+def signatures():
+    return sum(len(v.signatures) for m in (kernels, intensify, decode) for v in vars(m).values()
+               if hasattr(v, "signatures"))
+before = signatures()
+warm_up()
+warm = signatures()
+inst = load_instance(sys.argv[1])
+for budget in (1, 50, 3000, 20000):
+    solve(inst, schedules=budget, seed=0)
+print(before, warm, signatures())
+"""
+
+
+def test_warm_up_loads_every_kernel_the_timed_search_uses(tmp_path: Path) -> None:
+    """After warm_up() (which each benchmark worker calls before any clock starts), a
+    search at any budget compiles or loads no further kernel."""
+    script = tmp_path / "warm.py"
+    script.write_text(WARM)
+    before, warm, after = (int(x) for x in subprocess.run(
+        [sys.executable, str(script), str(DATA / "j120/j1206_2.sm")],
+        capture_output=True, text=True, check=True).stdout.split())
+    assert before == 0 and warm > 0 and after == warm
+
+
+def test_own_lower_bound_is_critical_path_or_energy() -> None:
+    inst = load_instance(DATA / "j120/j1206_2.sm")
+    assert lower_bound(inst) == max(critical_path_bound(inst), energy_bound(inst))
+    best = load_best_known("j120")["j1206_2"]
+    assert critical_path_bound(inst) == best.cpm_lb and lower_bound(inst) <= best.best_known

@@ -6,7 +6,8 @@ strongest search there is for them, :class:`~evolve.problems.rcpsp.search.BiPopu
 checkpoints, events and report as the plan GA. What it counts as an evaluation
 is a generated schedule (every SGS decode and justification pass, as the
 literature counts them), so ``--max-evaluations 5000`` here is exactly
-``solve(inst, schedules=5000)``; it stops by itself at the critical-path bound.
+``solve(inst, schedules=5000)``; it stops by itself at its own lower bound (critical path or
+resource energy).
 
 Each generation emits one ``candidate`` event when the best schedule improved:
 the new best plan, scored by the run's evaluator (so its fitness values are the
@@ -114,7 +115,7 @@ class ActivityListGA:
     def at_bound(self) -> str | None:
         ga = self.core()
         if ga.best_ms <= ga.lb:
-            return f"makespan {ga.best_ms} is the critical-path bound"
+            return f"makespan {ga.best_ms} is the lower bound (critical path or resource energy)"
         return None  # an exhausted schedule budget is --max-evaluations' to report
 
     def state(self) -> dict[str, Any]:

@@ -204,6 +204,22 @@ def critical_path_bound(inst: RcpspInstance) -> int:
     return int((es + inst.durations).max()) if inst.n else 0
 
 
+def energy_bound(inst: RcpspInstance) -> int:
+    """Resource-energy lower bound: no schedule is shorter than the total work
+    on a resource divided by its capacity, ``max_r ceil(sum_j d_j q_jr / c_r)``."""
+    if inst.n == 0 or inst.num_resources == 0:
+        return 0
+    work = (inst.durations[:, None] * inst.demands).sum(axis=0)
+    cap = np.maximum(inst.capacities, 1)
+    return int((-(-work // cap)).max())
+
+
+def lower_bound(inst: RcpspInstance) -> int:
+    """The bound the search computes for itself and may stop at: the larger of
+    the critical-path and the resource-energy bound (never a table's value)."""
+    return max(critical_path_bound(inst), energy_bound(inst))
+
+
 class BestKnown(NamedTuple):
     """One row of ``best_known_detail.csv``."""
 

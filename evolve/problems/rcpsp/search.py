@@ -37,7 +37,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from evolve.problems.rcpsp.decode import new_profile, reset_profile, serial_kernel, sort_by_start
-from evolve.problems.rcpsp.instance import IntArray, RcpspInstance, critical_path_bound, latest_finishes
+from evolve.problems.rcpsp.instance import IntArray, RcpspInstance, latest_finishes
+from evolve.problems.rcpsp.instance import lower_bound as instance_bound
 from evolve.problems.rcpsp.intensify import _bp_restart
 from evolve.problems.rcpsp.kernels import BIG, _bp_generation, _bp_init, _rbrs_list
 
@@ -140,9 +141,10 @@ def solve(
     ``schedules`` caps generated schedules (SGS runs and justification
     passes), ``seconds`` caps wall time; at least one must be given and the
     search stops at whichever runs out first, or as soon as the makespan
-    reaches ``lower_bound`` (default: the critical-path bound), since nothing
-    can beat a lower bound. The engine's ``evolve run x.sm`` drives the same
-    :class:`BiPopulationGA` one generation at a time.
+    reaches ``lower_bound`` (default: the larger of the critical-path and the
+    resource-energy bound, computed here), since nothing can beat a lower bound.
+    The engine's ``evolve run x.sm`` drives the same :class:`BiPopulationGA` one
+    generation at a time.
     """
     if schedules is None and seconds is None:
         raise ValueError("give a schedule budget, a time budget, or both")
@@ -176,7 +178,7 @@ class BiPopulationGA:
         self.params = p
         # one schedule is kept for the final decode that makes list and schedule agree
         self.budget = schedules - 1 if schedules is not None else 1 << 62
-        self.lb = critical_path_bound(inst) if lower_bound is None else lower_bound
+        self.lb = instance_bound(inst) if lower_bound is None else lower_bound
         self.rng = np.random.default_rng(np.random.SeedSequence(seed))
         n = inst.n
         self.prio = latest_finishes(inst).astype(np.float64)
@@ -213,7 +215,7 @@ class BiPopulationGA:
         return (dur, dem, cap, sp, si, pp, pi)
 
     def done(self) -> bool:
-        """Out of schedules, or at the critical-path bound (nothing can beat it)."""
+        """Out of schedules, or at the lower bound (nothing can beat it)."""
         return self.used >= self.budget or self.best_ms <= self.lb
 
     def best(self) -> tuple[int, int, int]:
