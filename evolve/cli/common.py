@@ -1,26 +1,73 @@
-"""Shared by every click command: how user errors end."""
+"""Shared by every click command: how runs end, and with which exit status.
+
+Exit statuses (the README's table is this one):
+
+- 0: done (a valid plan, a met goal, a finished run);
+- 1: it ran, but the answer is no (an invalid plan, a run with no usable result);
+- 2: bad input: a file, a field or an option, named in one line on stderr;
+- 3: the problem is infeasible: no plan can meet a criterion (each one named, with why);
+- 70: an internal error, a bug in evolve: one line on stderr, the traceback in a file it names;
+- 130: interrupted (Ctrl-C).
+"""
 
 from __future__ import annotations
 
 import sys
+import tempfile
+import time
+import traceback
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from evolve.model.errors import EvolveError
+from evolve.model.errors import EvolveError, InfeasibleProblem, RunFailed
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+EXIT_OK, EXIT_NO, EXIT_BAD_INPUT, EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 70, 130
+
 
 def friendly(fn: F) -> F:
-    """Turn the errors users cause into one clear line on stderr and exit status 2."""
+    """User errors become one clear line on stderr and their exit status; anything else is a
+    bug, said to be one, with the details written to a file rather than thrown at the user."""
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (EvolveError, ValueError) as exc:
+        except InfeasibleProblem as exc:
+            click.echo(f"infeasible: {exc}", err=True)
+            sys.exit(EXIT_INFEASIBLE)
+        except RunFailed as exc:
+            click.echo(f"failed: {exc}", err=True)
+            sys.exit(EXIT_NO)
+        except EvolveError as exc:
             click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
+            sys.exit(EXIT_BAD_INPUT)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort,
+                KeyboardInterrupt, SystemExit):
+            raise
+        except RecursionError:
+            click.echo("error: the input is nested too deeply to be read", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except Exception as exc:  # a bug: say so, and where the details are
+            click.echo(internal_error(exc), err=True)
+            sys.exit(EXIT_INTERNAL)
     return wrapper  # type: ignore[return-value]
+
+
+def internal_error(exc: BaseException) -> str:
+    """Write ``exc``'s traceback to a fresh file in the temporary folder; the line to show."""
+    try:
+        with tempfile.NamedTemporaryFile(
+                "w", prefix=f"evolve-crash-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".txt",
+                delete=False, encoding="utf-8") as stream:
+            stream.write("".join(traceback.format_exception(exc)))
+            where = f"the traceback is in {Path(stream.name)}"
+    except OSError:
+        where = "the traceback could not be written"
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return (f"internal error: {type(exc).__name__}{': ' + text if text else ''} "
+            f"(a bug in evolve, not in your input; {where})")

@@ -16,3 +16,17 @@ class InputError(EvolveError):
         self.message = message
         where = f"{source}: {path}: " if path else f"{source}: "
         super().__init__(f"{where}{message}")
+
+
+class UsageError(EvolveError, ValueError):
+    """A bad argument or option value: a ``ValueError`` to API callers, and for the command line
+    bad input (exit status 2) rather than an internal error."""
+
+
+class InfeasibleProblem(EvolveError):
+    """A problem no plan can solve, found when loading it: names each unreachable criterion
+    and why (the command line exits with status 3)."""
+
+
+class RunFailed(EvolveError):
+    """A run that ended without a usable result (every evaluation failed, say): exit status 1."""

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from evolve.model.errors import UsageError
 from evolve.model.files import problem_from_dict
 from evolve.model.problem import Problem
 
@@ -72,7 +73,7 @@ def generate_document(tools: int, seed: int, *, write_requires_approval: bool = 
     ``tools`` must be at least 4 (two facts, their producers and an approval).
     """
     if tools < 4:
-        raise ValueError(f"a generated problem needs at least 4 tools, got {tools}")
+        raise UsageError(f"a generated problem needs at least 4 tools, got {tools}")
     rng = np.random.default_rng(seed)
     gen = _Generator(rng, tools, write_requires_approval, resources)
     return gen.document(name or f"pipeline-{tools}-{seed}")

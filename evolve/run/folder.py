@@ -20,6 +20,7 @@ from typing import Any
 from evolve.fitness.base import Fitness
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all
+from evolve.model.errors import UsageError
 from evolve.model.files import problem_to_dict
 from evolve.model.problem import Problem
 from evolve.problems import default_operators
@@ -88,10 +89,10 @@ def run_search(
     ranking = Ranking.of(fitnesses, weights)
     unknown = [name for name in options.target if name not in ranking.objectives]
     if unknown:
-        raise ValueError(f"--target names {', '.join(unknown)}, not among the objectives "
+        raise UsageError(f"--target names {', '.join(unknown)}, not among the objectives "
                          f"({', '.join(ranking.objectives)})")
     if resume and out_dir is None:
-        raise ValueError("resuming needs the run folder")
+        raise UsageError("resuming needs the run folder")
     out = Path(out_dir) if out_dir is not None else new_run_dir()
     out.mkdir(parents=True, exist_ok=True)
     identity = {

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from evolve import defaults
+from evolve.model.errors import UsageError
 from evolve.search.termination import Budget
 
 
@@ -31,13 +32,13 @@ class SearchOptions:
 
     def __post_init__(self) -> None:
         if self.population < 2:
-            raise ValueError(f"population must be at least 2, got {self.population}")
+            raise UsageError(f"population must be at least 2, got {self.population}")
         if not 1 <= self.keep < self.population:
-            raise ValueError(f"keep must be between 1 and population-1, got {self.keep}")
+            raise UsageError(f"keep must be between 1 and population-1, got {self.keep}")
         if self.generations < 0:
-            raise ValueError(f"generations must be >= 0, got {self.generations}")
+            raise UsageError(f"generations must be >= 0, got {self.generations}")
         if self.eval_timeout is not None and self.eval_timeout <= 0:
-            raise ValueError(f"eval timeout must be > 0 seconds, got {self.eval_timeout}")
+            raise UsageError(f"eval timeout must be > 0 seconds, got {self.eval_timeout}")
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "target": dict(self.target)}

@@ -8,10 +8,11 @@ lexicographically in the order given, or by a weighted sum when weights are set.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from evolve.fitness.base import Direction, Fitness
 from evolve.fitness.evaluation import Evaluation
+from evolve.model.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -22,17 +23,20 @@ class Ranking:
     directions: tuple[Direction, ...]
     weights: tuple[float, ...] | None = None
     feasible_first: bool = True
+    descriptions: tuple[str, ...] = field(default=(), compare=False)
+    """One line per objective saying what it measures (for people and prompts; not compared)."""
 
     @classmethod
     def of(cls, fitnesses: Sequence[Fitness], weights: Sequence[float] | None = None,
            feasible_first: bool = True) -> Ranking:
         if weights is not None and len(weights) != len(fitnesses):
-            raise ValueError(f"{len(weights)} weights for {len(fitnesses)} objectives")
+            raise UsageError(f"{len(weights)} weights for {len(fitnesses)} objectives")
         return cls(
             objectives=tuple(f.name for f in fitnesses),
             directions=tuple(f.direction for f in fitnesses),
             weights=None if weights is None else tuple(float(w) for w in weights),
             feasible_first=feasible_first,
+            descriptions=tuple(f.spec.description for f in fitnesses),
         )
 
     def key(self, ev: Evaluation) -> tuple[float, ...]:

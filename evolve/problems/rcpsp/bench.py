@@ -32,6 +32,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from evolve import defaults
+from evolve.model.errors import UsageError
 from evolve.problems.rcpsp.instance import (
     PSPLIB_SETS,
     BestKnown,
@@ -204,9 +205,9 @@ def run_psplib_grid(
     """
     for s in sets:
         if s not in PSPLIB_SETS:
-            raise ValueError(f"unknown PSPLIB set {s!r}; choose one of {', '.join(PSPLIB_SETS)}")
+            raise UsageError(f"unknown PSPLIB set {s!r}; choose one of {', '.join(PSPLIB_SETS)}")
     if any(b is None for b in budgets) and seconds is None:
-        raise ValueError("a run without a schedule budget needs a time budget")
+        raise UsageError("a run without a schedule budget needs a time budget")
     base = Path(data_dir) if data_dir is not None else psplib_dir()
     table_path = base / "best_known_detail.csv"
     plan: list[tuple[str, list[Path], str]] = []
