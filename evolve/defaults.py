@@ -83,9 +83,9 @@ EXPRESSION_MAX_DEPTH = 32
 """The deepest nesting (parentheses, lists, calls, ``not``, ``-``) a condition may have."""
 
 # -- what a task does when its call fails (the plan keys on_failure and retries) -----------------
-ON_FAILURE: Final[Literal["fail_plan"]] = "fail_plan"
+ON_FAILURE: str = "fail_plan"
 """A task's ``on_failure`` when the plan names none: a failure ends the run."""
-ON_FAILURE_POLICIES: Final = ("retry", "fail_plan", "skip_dependents", "replan")
+ON_FAILURE_POLICIES: tuple[str, ...] = ("retry", "fail_plan", "skip_dependents", "replan")
 """The values ``on_failure`` may take."""
 RETRIES = 0
 """A task's ``retries`` when the plan names none: further attempts after the first."""

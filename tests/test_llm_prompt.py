@@ -85,7 +85,8 @@ def test_templates_can_be_overridden_one_file_at_a_time(problem: Problem, weak: 
     (tmp_path / "user.txt").write_text(
         "Fix plan {{ parent_id }}: {{parent_evaluation}}\nLiteral {braces} and $refs stay.")
     system, user = build_messages(problem, weak, [], Templates.load(tmp_path))
-    assert system["content"] == Templates.load().system.strip()
+    shipped = Templates.load().system
+    assert system["content"].startswith(shipped[:shipped.index("{{")]) and "{{" not in system["content"]
     assert user["content"].startswith("Fix plan c7: feasible (valid and complete): no")
     assert user["content"].endswith("Literal {braces} and $refs stay.")
 

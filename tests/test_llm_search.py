@@ -120,7 +120,7 @@ def serve() -> Iterator[Any]:
 
 
 def operator_for(server: ScriptedServer, cache: Path, **kwargs: Any) -> LLMOperator:
-    settings: dict[str, Any] = {"timeout": 0.4, "concurrency": 3, "backoff": 0.01}
+    settings: dict[str, Any] = {"timeout": 0.4, "concurrency": 3, "backoff": 0.01, "mode": "patch"}
     settings.update(kwargs)
     return make_llm_operator(server.url, "scripted-model", cache_dir=cache, **settings)
 

@@ -8,31 +8,56 @@ proposer_share=ratio)`` and put ``op.usage_summary()`` in the run summary.
 
 from evolve.llm.cache import ReplyCache, cache_key, default_cache_dir, prompt_hash
 from evolve.llm.client import CallError, ChatClient, Completion
-from evolve.llm.factory import API_KEY_ENV, api_key_from_env, make_llm_operator
-from evolve.llm.operator import RESPONSE_FORMATS, LLMOperator, ResponseFormat, Sampling
-from evolve.llm.prompt import Templates, build_messages
+from evolve.llm.factory import API_KEY_ENV, api_key_from_env, make_llm_operator, scrub_api_keys
+from evolve.llm.menu import Menu, MenuPicks, Option, RandomPick, choice_from_reply, draft_menu, menu_schema
+from evolve.llm.modes import MODES, Mode, known_small, model_params
+from evolve.llm.operator import (
+    RESPONSE_FORMATS,
+    TOKEN_PARAMS,
+    LLMOperator,
+    ResponseFormat,
+    Sampling,
+    TokenParam,
+)
+from evolve.llm.prompt import Templates, build_menu_messages, build_messages, describe_ranking
 from evolve.llm.reply import REASONS, Rejected, child_from_reply, extract_json, patch_schema
 
 __all__ = [
     "API_KEY_ENV",
+    "MODES",
     "REASONS",
     "RESPONSE_FORMATS",
+    "TOKEN_PARAMS",
     "CallError",
     "ChatClient",
     "Completion",
     "LLMOperator",
+    "Menu",
+    "MenuPicks",
+    "Mode",
+    "Option",
+    "RandomPick",
     "Rejected",
     "ReplyCache",
     "ResponseFormat",
     "Sampling",
     "Templates",
+    "TokenParam",
     "api_key_from_env",
+    "build_menu_messages",
     "build_messages",
     "cache_key",
     "child_from_reply",
+    "choice_from_reply",
     "default_cache_dir",
+    "describe_ranking",
+    "draft_menu",
     "extract_json",
+    "known_small",
     "make_llm_operator",
+    "menu_schema",
+    "model_params",
     "patch_schema",
     "prompt_hash",
+    "scrub_api_keys",
 ]

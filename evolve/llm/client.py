@@ -5,10 +5,19 @@ the timeout are ours to decide and to test: a local llama.cpp server, vLLM,
 Ollama and OpenAI differ in which errors are worth retrying, and a run must
 never hang on one of them. The client returns the model's text and the
 endpoint's ``usage``; it never interprets the text.
+
+``timeout`` is a deadline for the whole call, every attempt, backoff and byte of
+the answer included: httpx's own timeouts bound each read, so a server that
+trickles a byte a second would never trip them. Each attempt gets the time
+left as its httpx timeout, and once the headers are in, a timer shuts the
+connection's socket at the deadline, which ends even a read blocked in C.
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +25,8 @@ from types import TracebackType
 from typing import Any
 
 import httpx
+
+from evolve.model.errors import UsageError
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 """Statuses that mean "try again later": rate limits and an overloaded or restarting server."""
@@ -48,24 +59,32 @@ class CallError(Exception):
 class ChatClient:
     """POSTs to ``{base_url}/chat/completions`` with retries on 429/5xx and connection errors.
 
+    ``timeout`` bounds the whole call (see the module docstring); ``read_timeout``
+    (default: the same) bounds one wait for bytes, so with a shorter one and
+    ``retry_timeouts`` a stalled attempt can be retried within the deadline.
     A call that times out is not retried by default: a server that hung once will
     usually hang again, and retrying would multiply the time a generation waits.
     Backoff is exponential without jitter (``backoff * 2**k`` capped at
-    ``max_backoff``; a ``Retry-After`` header in seconds wins when present), so no
-    random state is involved; it only decides when a call is sent, never what.
+    ``max_backoff`` and at the time left; a ``Retry-After`` header in seconds wins
+    when present), so no random state is involved; it only decides when a call
+    is sent, never what.
     """
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
-                 timeout: float = 60.0, max_retries: int = 3, backoff: float = 0.5,
-                 max_backoff: float = 8.0, retry_timeouts: bool = False,
+                 timeout: float = 60.0, read_timeout: float | None = None, max_retries: int = 3,
+                 backoff: float = 0.5, max_backoff: float = 8.0, retry_timeouts: bool = False,
                  transport: httpx.BaseTransport | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         if timeout <= 0:
-            raise ValueError(f"timeout must be positive, got {timeout}")
+            raise UsageError(f"timeout must be positive, got {timeout}")
+        if read_timeout is not None and read_timeout <= 0:
+            raise UsageError(f"read_timeout must be positive, got {read_timeout}")
         if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+            raise UsageError(f"max_retries must be >= 0, got {max_retries}")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
+        self.timeout = timeout
+        self.read_timeout = min(read_timeout or timeout, timeout)
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -74,7 +93,7 @@ class ChatClient:
         headers = {"Content-Type": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
-        self.http = httpx.Client(timeout=httpx.Timeout(timeout), headers=headers,
+        self.http = httpx.Client(timeout=httpx.Timeout(self.read_timeout), headers=headers,
                                  transport=transport)
 
     def __enter__(self) -> ChatClient:
@@ -90,21 +109,30 @@ class ChatClient:
     def complete(self, messages: Sequence[Mapping[str, str]],
                  settings: Mapping[str, Any]) -> Completion:
         """The model's reply to ``messages``; ``settings`` (temperature, max_tokens, seed,
-        response_format, ...) go into the request body as they are. Raises :class:`CallError`."""
+        response_format, ...) go into the request body as they are. Raises :class:`CallError`,
+        at the latest when the deadline ``timeout`` has passed."""
         body = {"model": self.model, "messages": [dict(m) for m in messages], **settings}
         began = time.perf_counter()
+        ends = began + self.timeout
         attempt = 0
+        last = ""
         while True:
+            if time.perf_counter() >= ends:
+                raise self.overdue(attempt, began, last)
             attempt += 1
             delay: float | None = None
             try:
-                response = self.http.post(self.url, json=body)
+                response = self.send(body, ends)
             except httpx.TimeoutException as exc:
+                if time.perf_counter() >= ends:
+                    raise self.overdue(attempt, began, last) from None
                 if not self.retry_timeouts or attempt > self.max_retries:
                     raise CallError("timeout", f"no answer in time ({type(exc).__name__})",
                                     attempts=attempt, latency=time.perf_counter() - began) from None
                 error = CallError("timeout", type(exc).__name__, attempts=attempt, latency=0.0)
             except httpx.TransportError as exc:
+                if time.perf_counter() >= ends:
+                    raise self.overdue(attempt, began, last) from None
                 error = CallError("connection", f"{type(exc).__name__}: {exc}", attempts=attempt,
                                   latency=0.0)
             else:
@@ -116,11 +144,41 @@ class ChatClient:
                     error.latency = time.perf_counter() - began
                     raise error
                 delay = retry_after(response.headers.get("retry-after"))
+            last = error.message
             if attempt > self.max_retries:
                 error.latency = time.perf_counter() - began
                 raise error
             wait = self.backoff * 2 ** (attempt - 1) if delay is None else delay
-            self.sleep(min(wait, self.max_backoff))
+            self.sleep(max(0.0, min(wait, self.max_backoff, ends - time.perf_counter())))
+
+    def send(self, body: Mapping[str, Any], ends: float) -> httpx.Response:
+        """One attempt, read in full, given until ``ends`` (a ``perf_counter`` time) at most."""
+        left = max(ends - time.perf_counter(), 1e-3)
+        with self.http.stream("POST", self.url, json=body,
+                              timeout=httpx.Timeout(min(self.read_timeout, left))) as response:
+            stream = response.extensions.get("network_stream")
+            timer = threading.Timer(max(ends - time.perf_counter(), 0.0), cut, args=(stream,))
+            timer.daemon = True
+            timer.start()
+            try:
+                response.read()
+            finally:
+                timer.cancel()
+        return response
+
+    def overdue(self, attempts: int, began: float, last: str) -> CallError:
+        after = f" (last: {last})" if last else ""
+        return CallError("timeout", f"no complete answer within the call's {self.timeout:g}s "
+                         f"deadline{after}", attempts=attempts, latency=time.perf_counter() - began)
+
+
+def cut(stream: object) -> None:
+    """Shut a connection's socket, which wakes a read blocked on it (the deadline's timer)."""
+    get = getattr(stream, "get_extra_info", None)
+    sock = get("socket") if callable(get) else None
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):  # already closed: the read has ended anyway
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def retry_after(value: str | None) -> float | None:

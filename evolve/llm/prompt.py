@@ -2,9 +2,12 @@
 
 It gives the problem (tools, criteria, limits, policy), the parent plan with its
 fitness values and validator errors, its schedule (critical path and slack) and
-one or two other strong candidates. The text comes from plain template files,
-``system.txt`` and ``user.txt``, that a user may override by pointing
-``prompt_dir`` at a folder holding either. Placeholders are ``{{name}}``; an
+one or two other strong candidates, and says how this run ranks plans (its
+objectives, lexicographic or weighted), since "better" is whatever ``--fitness``
+and ``--weights`` made it. The text comes from plain template files,
+``system.txt`` and ``user.txt`` (patch mode), ``menu_system.txt`` and
+``menu_user.txt`` (menu mode), that a user may override by pointing
+``prompt_dir`` at a folder holding any of them. Placeholders are ``{{name}}``; an
 unknown one is an error at load time, so a typo never reaches the model.
 
 A prompt is a pure function of its inputs (no clocks, no set ordering, fixed
@@ -21,19 +24,22 @@ from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
+from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.evaluation import Evaluation
+from evolve.fitness.registry import resolve_all
 from evolve.model.coverage import contributing_tasks, covered_criteria
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem
 from evolve.model.validate import validate
 from evolve.scheduling import schedule
+from evolve.search.ranking import Ranking
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
 FIELDS = ("problem", "tools", "parent_id", "parent_plan", "parent_evaluation",
-          "parent_schedule", "parent_notes", "inspirations")
-"""The placeholders a template may use."""
+          "parent_schedule", "parent_notes", "inspirations", "ranking", "menu", "last_choice")
+"""The placeholders a template may use (``menu`` and ``last_choice`` are empty in patch mode)."""
 
-TEMPLATE_FILES = ("system.txt", "user.txt")
+TEMPLATE_FILES = ("system.txt", "user.txt", "menu_system.txt", "menu_user.txt")
 
 
 class Scored(Protocol):
@@ -49,10 +55,12 @@ class Scored(Protocol):
 
 @dataclass(frozen=True)
 class Templates:
-    """The two message templates; :meth:`load` reads the shipped ones and any overrides."""
+    """The message templates; :meth:`load` reads the shipped ones and any overrides."""
 
     system: str
     user: str
+    menu_system: str = ""
+    menu_user: str = ""
 
     @classmethod
     def load(cls, directory: str | Path | None = None) -> Templates:
@@ -69,7 +77,8 @@ class Templates:
             if unknown:
                 raise ValueError(f"prompt template {name}: unknown placeholder(s) "
                                  f"{', '.join(unknown)} (known: {', '.join(FIELDS)})")
-        return cls(system=texts["system.txt"], user=texts["user.txt"])
+        return cls(system=texts["system.txt"], user=texts["user.txt"],
+                   menu_system=texts["menu_system.txt"], menu_user=texts["menu_user.txt"])
 
 
 def render(template: str, values: Mapping[str, str]) -> str:
@@ -78,8 +87,9 @@ def render(template: str, values: Mapping[str, str]) -> str:
 
 
 def build_messages(problem: Problem, parent: Scored, others: Sequence[Scored],
-                   templates: Templates) -> list[dict[str, str]]:
-    """The chat messages asking for a patch of ``parent``, with ``others`` as inspiration."""
+                   templates: Templates, ranking: Ranking | None = None) -> list[dict[str, str]]:
+    """The chat messages asking for a patch of ``parent``, with ``others`` as inspiration.
+    ``ranking`` is the run's (default: the default objectives, lexicographic)."""
     values = {
         "problem": describe_problem(problem),
         "tools": describe_tools(problem),
@@ -89,9 +99,67 @@ def build_messages(problem: Problem, parent: Scored, others: Sequence[Scored],
         "parent_schedule": describe_schedule(problem, parent.plan),
         "parent_notes": describe_notes(problem, parent.plan),
         "inspirations": describe_others(others),
+        "ranking": describe_ranking(ranking or default_ranking()),
+        "menu": "",
+        "last_choice": "",
     }
     return [{"role": "system", "content": render(templates.system, values).strip()},
             {"role": "user", "content": render(templates.user, values).strip()}]
+
+
+def build_menu_messages(problem: Problem, parent: Scored, menu: str, count: int,
+                        templates: Templates, ranking: Ranking) -> list[dict[str, str]]:
+    """The chat messages asking which of ``count`` numbered edits (``menu``, one a line) of
+    ``parent`` to make. Short on purpose: a small model reads the scores, not the catalog."""
+    values = {
+        "problem": describe_problem(problem),
+        "tools": "",
+        "parent_id": parent.id,
+        "parent_plan": describe_plan(parent.plan),
+        "parent_evaluation": describe_evaluation(parent.evaluation),
+        "parent_schedule": "",
+        "parent_notes": describe_notes(problem, parent.plan),
+        "inspirations": "",
+        "ranking": describe_ranking(ranking),
+        "menu": menu,
+        "last_choice": str(count - 1),
+    }
+    return [{"role": "system", "content": render(templates.menu_system, values).strip()},
+            {"role": "user", "content": render(templates.menu_user, values).strip()}]
+
+
+def default_ranking() -> Ranking:
+    """The ranking of a run given no ``--fitness`` and no ``--weights``."""
+    return Ranking.of(resolve_all(DEFAULT_OBJECTIVES))
+
+
+def describe_ranking(ranking: Ranking) -> str:
+    """How the run compares plans, in words a model can follow: lexicographic (the first
+    objective that differs decides) or one weighted sum, each objective with its direction and
+    what it measures."""
+    lines = []
+    if ranking.feasible_first:
+        lines.append("A feasible plan (no validator errors, every success criterion produced) "
+                     "beats every plan that is not feasible.")
+    notes = list(ranking.descriptions) + [""] * len(ranking.objectives)
+    named = [(name, "lower" if d == "min" else "higher", notes[i].rstrip("."))
+             for i, (name, d) in enumerate(zip(ranking.objectives, ranking.directions))]
+    if ranking.weights is None:
+        lines.append("Then the objectives decide in this order; the first that differs wins:")
+        lines.extend(f"{i}. {name}, {better} is better" + (f": {note}" if note else "")
+                     for i, (name, better, note) in enumerate(named, 1))
+    else:
+        terms = []
+        for weight, (name, direction) in zip(ranking.weights, zip(ranking.objectives,
+                                                                  ranking.directions)):
+            signed = weight if direction == "min" else -weight
+            terms.append(f"{'-' if signed < 0 else '+'} {num(abs(signed))}*{name}")
+        total = " ".join(terms).lstrip("+ ")
+        lines.append(f"Then one number decides, lower is better: {total}")
+        lines.append("where:")
+        lines.extend(f"- {name}: {better} is better" + (f", {note}" if note else "")
+                     for name, better, note in named)
+    return "\n".join(lines)
 
 
 def num(value: float) -> str:

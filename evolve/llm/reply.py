@@ -29,7 +29,8 @@ DECODER = json.JSONDecoder(strict=False)
 emit (a grammar-constrained SmolLM2 did), are accepted as they are."""
 FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 
-REASONS = ("empty", "parse", "schema", "unknown-tool", "unknown-task", "duplicate-id", "no-change")
+REASONS = ("empty", "parse", "schema", "unknown-tool", "unknown-task", "duplicate-id", "no-change",
+           "choice-range")
 """Every reason a reply is rejected for; a failed call adds its own (``timeout``, ``http``, ...)."""
 
 

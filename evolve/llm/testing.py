@@ -24,13 +24,16 @@ from typing import Any
 @dataclass(frozen=True)
 class Scripted:
     """One scripted answer: the assistant's text (status 200), or an error status, after ``delay``
-    seconds. ``raw`` replaces the whole response body (e.g. to send something that is not JSON)."""
+    seconds. ``raw`` replaces the whole response body (e.g. to send something that is not JSON).
+    ``trickle`` sends the headers at once and then the body one byte every ``trickle`` seconds:
+    the server that never trips a per-read timeout."""
 
     content: str | None = ""
     status: int = 200
     delay: float = 0.0
     raw: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    trickle: float = 0.0
 
 
 Script = Callable[[dict[str, Any], int], Scripted]
@@ -118,7 +121,15 @@ class ScriptedServer:
                     for key, value in reply.headers.items():
                         self.send_header(key, value)
                     self.end_headers()
-                    self.wfile.write(payload.encode())
+                    if reply.trickle > 0:
+                        self.wfile.flush()
+                        for i in range(len(payload.encode())):
+                            if server.stopping.wait(reply.trickle):
+                                return
+                            self.wfile.write(payload.encode()[i:i + 1])
+                            self.wfile.flush()
+                    else:
+                        self.wfile.write(payload.encode())
                 except OSError:
                     pass  # the client gave up (a scripted hang past its timeout)
 

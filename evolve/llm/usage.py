@@ -33,6 +33,7 @@ class Usage:
         self.replayed_prompt_tokens = 0
         self.replayed_completion_tokens = 0
         self.latency = 0.0
+        self.menu: Counter[str] = Counter()
 
     def called(self, *, cached: bool, prompt_tokens: int, completion_tokens: int,
                attempts: int, latency: float) -> None:
@@ -61,6 +62,11 @@ class Usage:
             else:
                 self.rejected[rejected] += 1
 
+    def picked(self, outcome: dict[str, int]) -> None:
+        """A menu pick was accepted; ``outcome`` compares it with the coin's (see ``MenuPicks``)."""
+        with self.lock:
+            self.menu.update(outcome)
+
     def call_failed(self, kind: str) -> None:
         """A call gave no reply at all (``timeout``, ``http``, ``connection``, ``protocol``)."""
         with self.lock:
@@ -78,7 +84,11 @@ class Usage:
                 setattr(self, name, Counter(value) if isinstance(value, dict) else value)
 
     def summary(self) -> dict[str, Any]:
+        """The counters for ``summary.json``. ``patches_accepted`` counts every accepted reply,
+        menu picks included; ``menu`` is there once a pick was made."""
         with self.lock:
+            judged = self.accepted + sum(self.rejected.values())
+            menu = {"menu": dict(sorted(self.menu.items()))} if self.menu else {}
             return {
                 "requests": self.requests,
                 "calls": self.calls,
@@ -88,6 +98,7 @@ class Usage:
                 "skipped_budget": self.skipped_budget,
                 "patches_accepted": self.accepted,
                 "patches_rejected": sum(self.rejected.values()),
+                "accepted_share": (round(self.accepted / judged, 3) if judged else None),
                 "rejected_by_reason": dict(sorted(self.rejected.items())),
                 "failed_calls": sum(self.failed.values()),
                 "failed_by_kind": dict(sorted(self.failed.items())),
@@ -96,4 +107,5 @@ class Usage:
                 "replayed_tokens": {"prompt": self.replayed_prompt_tokens,
                                     "completion": self.replayed_completion_tokens},
                 "call_seconds": round(self.latency, 3),
+                **menu,
             }

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from evolve.fitness.evaluation import Evaluation
+from evolve.model.errors import UsageError
 from evolve.model.patch import diff_plans
 from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
@@ -42,6 +43,18 @@ class Evaluator(Protocol):
     def evaluate(self, plans: Sequence[Plan]) -> list[Evaluation]: ...
 
 
+@dataclass(frozen=True)
+class ProposalContext:
+    """What the search lends a proposer: the ranking the run uses (so a prompt can say what
+    "better" means), the run's operators (to draft candidate edits from), and ``evaluate``,
+    which scores plans through the search's own evaluator and cache, so a plan scored for a
+    proposer is counted once and never scored again."""
+
+    ranking: Ranking
+    operators: OperatorSet
+    evaluate: Callable[[Sequence[Plan]], list[Evaluation]]
+
+
 class Proposer(Protocol):
     """Makes several children at once, e.g. an LLM operator that calls its endpoint concurrently.
 
@@ -52,7 +65,7 @@ class Proposer(Protocol):
     name: str
 
     def propose(self, problem: Problem, parents: Sequence[Candidate], indices: Sequence[int],
-                generation: int, seed: int) -> list[Offspring]: ...
+                generation: int, seed: int, context: ProposalContext) -> list[Offspring]: ...
 
 
 def child_rng(seed: int, generation: int, index: int) -> np.random.Generator:
@@ -77,7 +90,7 @@ class Search:
                  proposer: Proposer | None = None, proposer_share: float = 0.0,
                  on_generation: Callable[[Any], None] | None = None) -> None:
         if not 0.0 <= proposer_share <= 1.0:
-            raise ValueError(f"proposer share must be within [0, 1], got {proposer_share}")
+            raise UsageError(f"proposer share must be within [0, 1], got {proposer_share}")
         self.problem = problem
         self.proposer = proposer
         self.proposer_share = proposer_share if proposer is not None else 0.0
@@ -168,7 +181,9 @@ class Search:
         guided = list(range(round(count * self.proposer_share)))
         made: dict[int, Offspring] = {}
         if self.proposer is not None and guided:
-            proposals = self.proposer.propose(self.problem, parents, guided, generation, self.options.seed)
+            context = ProposalContext(self.ranking, self.operators, self.evaluate_new)
+            proposals = self.proposer.propose(self.problem, parents, guided, generation,
+                                              self.options.seed, context)
             made = dict(zip(guided, proposals))
         children = []
         for i in range(count):
@@ -237,10 +252,14 @@ class Search:
                 return Offspring(plan, tuple(used), "+".join(names))
         return Offspring(plan, tuple(used), "+".join(names) or "copy")
 
-    def score(self, made: Sequence[Offspring], generation: int) -> list[Candidate]:
-        """Evaluate new plans (each distinct plan once, ever) and record them as candidates."""
-        plans = [child.plan for child in made if child.plan is not None]
+    def evaluate_new(self, plans: Sequence[Plan]) -> list[Evaluation]:
+        """Evaluations of ``plans``, scoring (and counting) only those never scored before."""
         hashes = [plan_hash(plan) for plan in plans]
+        self.fill_cache(hashes, plans)
+        return [self.cache[digest] for digest in hashes]
+
+    def fill_cache(self, hashes: Sequence[str], plans: Sequence[Plan]) -> set[str]:
+        """Score the plans not yet in the cache; returns the hashes scored now."""
         todo: dict[str, Plan] = {}
         for digest, plan in zip(hashes, plans):
             if digest not in self.cache:
@@ -248,7 +267,13 @@ class Search:
         for digest, evaluation in zip(todo, self.evaluator.evaluate(list(todo.values()))):
             self.cache[digest] = evaluation
         self.evaluations += len(todo)
-        fresh = set(todo)
+        return set(todo)
+
+    def score(self, made: Sequence[Offspring], generation: int) -> list[Candidate]:
+        """Evaluate new plans (each distinct plan once, ever) and record them as candidates."""
+        plans = [child.plan for child in made if child.plan is not None]
+        hashes = [plan_hash(plan) for plan in plans]
+        fresh = self.fill_cache(hashes, plans)
         out = []
         for digest, plan, child in zip(hashes, plans, (c for c in made if c.plan is not None)):
             cached = digest not in fresh
