@@ -71,7 +71,7 @@ def test_run_options_are_checked(refund_path: Path, run_dir: Path) -> None:
 def test_validate_exit_codes(refund_path: Path, tmp_path: Path) -> None:
     good = write_json(tmp_path / "good.json", PLAN_OK)
     result = invoke("validate", good, "--problem", refund_path)
-    assert result.exit_code == 0 and "valid (3 tasks)" in result.stdout
+    assert result.exit_code == 0 and "valid, status ready (3 tasks)" in result.stdout
 
     bad = write_json(tmp_path / "bad.json", PLAN_BAD)
     result = invoke("validate", bad, "--problem", refund_path)
@@ -94,12 +94,13 @@ def test_validate_json(refund_path: Path, tmp_path: Path) -> None:
     result = invoke("validate", bad, "--problem", refund_path, "--json")
     assert result.exit_code == 1
     data = json.loads(result.stdout)
-    assert data["valid"] is False
+    assert data["valid"] is False and data["status"] == "blocked"
     expected = {"rule": "tool-registered", "task": "t2", "message": "unknown tool 'no.such.tool'"}
     assert expected in data["errors"]
     good = write_json(tmp_path / "good.json", PLAN_OK)
     result = invoke("validate", good, "--problem", refund_path, "--json")
-    assert result.exit_code == 0 and json.loads(result.stdout) == {"valid": True, "errors": []}
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == {"valid": True, "status": "ready", "errors": []}
 
 
 def test_validate_the_plan_a_run_wrote(refund_path: Path, run_dir: Path) -> None:

@@ -23,12 +23,13 @@ from evolve.cli.report import COMMANDS as REPORT_COMMANDS
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all, survey
 from evolve.llm.factory import make_llm_operator
-from evolve.llm.operator import RESPONSE_FORMATS
+from evolve.llm.modes import MODES
+from evolve.llm.operator import RESPONSE_FORMATS, TOKEN_PARAMS
 from evolve.model.errors import EvolveError
 from evolve.model.files import load_plan
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
-from evolve.model.validate import validate
+from evolve.model.validate import plan_status, validate
 from evolve.problems import load_problem
 from evolve.problems.synthetic import generate_document, save_document
 from evolve.report import write_report
@@ -103,7 +104,8 @@ def read_problem(path: str) -> Problem:
 @click.option("--llm-max-calls", type=click.IntRange(min=0), default=None,
               help="At most this many LLM proposals in the run.")
 @click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds one LLM call may take (default 60).")
+              help="Seconds one whole LLM call may take, retries included "
+                   f"(default {defaults.LLM_TIMEOUT:g}).")
 @click.option("--llm-concurrency", type=click.IntRange(min=1), default=None,
               help="LLM calls in flight at once (default 4).")
 @click.option("--llm-response-format", type=click.Choice(RESPONSE_FORMATS), default=None,
@@ -112,6 +114,17 @@ def read_problem(path: str) -> Problem:
               help="Folder with system.txt and/or user.txt replacing the shipped prompt templates.")
 @click.option("--llm-cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where LLM replies are cached (default ~/.cache/evolve/llm).")
+@click.option("--llm-mode", type=click.Choice(MODES), default=defaults.LLM_MODE, show_default=True,
+              help="patch: the model writes plan patches; menu: it picks one of the engine's pre-scored "
+                   "edits; auto: menu for models known (by name) or measured to be small.")
+@click.option("--llm-menu-size", type=click.IntRange(min=2), default=defaults.LLM_MENU_SIZE,
+              show_default=True, help="Edits on each menu (menu mode).")
+@click.option("--llm-max-tokens", type=click.IntRange(min=1), default=defaults.LLM_MAX_TOKENS,
+              show_default=True, help="Completion limit of a call "
+                                      f"(menu replies get at most {defaults.LLM_MENU_MAX_TOKENS}).")
+@click.option("--llm-token-param", type=click.Choice(TOKEN_PARAMS), default=defaults.LLM_TOKEN_PARAM,
+              show_default=True, help="Request field of the completion limit (some models require "
+                                      "max_completion_tokens).")
 @click.option("--no-report", is_flag=True, help="Do not write report.html at the end of the run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @friendly
@@ -122,7 +135,8 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
         targets: tuple[str, ...], patience: int | None, resume_dir: str | None, operator: str,
         llm_base_url: str | None, llm_model: str | None, llm_ratio: float, llm_max_calls: int | None,
         llm_timeout: float | None, llm_concurrency: int | None, llm_response_format: str | None,
-        llm_prompt_dir: str | None, llm_cache_dir: str | None, no_report: bool, as_json: bool) -> None:
+        llm_prompt_dir: str | None, llm_cache_dir: str | None, llm_mode: str, llm_menu_size: int,
+        llm_max_tokens: int, llm_token_param: str, no_report: bool, as_json: bool) -> None:
     """Search for the best plan for PROBLEM_FILE and write it to a run folder.
 
     A run writes a checkpoint after every generation; one that was stopped
@@ -158,7 +172,9 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
                     raise click.UsageError("--operator llm needs --llm-base-url and --llm-model")
                 settings: dict[str, Any] = {"max_calls": llm_max_calls, "timeout": llm_timeout,
                             "concurrency": llm_concurrency, "response_format": llm_response_format,
-                            "prompt_dir": llm_prompt_dir, "cache_dir": llm_cache_dir}
+                            "prompt_dir": llm_prompt_dir, "cache_dir": llm_cache_dir,
+                            "mode": llm_mode, "menu_size": llm_menu_size, "max_tokens": llm_max_tokens,
+                            "token_param": llm_token_param}
                 proposer = stack.enter_context(make_llm_operator(
                     llm_base_url, llm_model, **{k: v for k, v in settings.items() if v is not None}))
             outcome = run_search(
@@ -224,17 +240,20 @@ def parse_weights(text: str | None, count: int) -> list[float] | None:
 @click.option("--json", "as_json", is_flag=True)
 @friendly
 def validate_cmd(plan_file: str, problem_file: str, as_json: bool) -> None:
-    """Check PLAN_FILE against a problem: exit 0 when valid, 1 when not, 2 when unreadable."""
+    """Check PLAN_FILE against a problem: exit 0 when valid (status ready), 1 when not (status
+    blocked), 2 when unreadable."""
     problem, plan = read_problem(problem_file), load_plan(plan_file)
     errors = validate(problem, plan)
+    status = plan_status(errors)
     if as_json:
-        click.echo(json.dumps({"valid": not errors, "errors": [
+        click.echo(json.dumps({"valid": not errors, "status": status, "errors": [
             {"rule": e.rule, "task": e.task, "message": e.message} for e in errors]}, indent=2))
     elif errors:
         for error in errors:
             click.echo(str(error))
+        click.echo(f"{plan_file}: status {status} ({len(errors)} errors)")
     else:
-        click.echo(f"{plan_file}: valid ({len(plan.tasks)} tasks)")
+        click.echo(f"{plan_file}: valid, status {status} ({len(plan.tasks)} tasks)")
     sys.exit(1 if errors else 0)
 
 

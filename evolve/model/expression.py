@@ -194,7 +194,8 @@ def tokenize(text: str) -> list[Token]:
                 i += len(op)
                 break
         else:
-            hint = " (use 'and', 'or', 'not')" if ch in "&|!" else ""
+            hint = (" (use 'and', 'or', 'not')" if ch in "&|!"
+                    else " (write '==' to compare)" if ch == "=" else "")
             raise ExpressionError(f"unexpected character {ch!r}{hint}", text, i)
     tokens.append(Token("end", None, n))
     return tokens

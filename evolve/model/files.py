@@ -9,13 +9,26 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import yaml
 
+from evolve.defaults import ON_FAILURE, ON_FAILURE_POLICIES, RETRIES
 from evolve.model.errors import InputError
+from evolve.model.limits import (
+    MAX_FILE_BYTES,
+    MAX_INTEGER,
+    MAX_NUMBER,
+    MAX_TEXT,
+    NAME,
+    TOOL_NAME,
+    name_problem,
+    tree_problem,
+)
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import RISKS, Limits, Policy, Problem, Risk, Tool
 
@@ -28,14 +41,36 @@ PROBLEM_KEYS = (
 TOOL_KEYS = (
     "scope", "duration", "inputs", "outputs", "risk", "cost", "uses", "llm_calls", "description",
 )
-TASK_KEYS = ("id", "tool", "deps", "inputs", "outputs", "when", "idempotency_key", "name")
+TASK_KEYS = (
+    "id", "tool", "deps", "inputs", "outputs", "when", "idempotency_key", "name",
+    "assumes", "on_failure", "retries", "timeout", "evidence", "proof",
+)
+POLICY_KEYS = ("write_requires_approval", "require_evidence")
 PLAN_KEYS = ("tasks", "priority", "schedule")
 
 
 def describe(value: object) -> str:
-    """How a bad value is quoted in an error: short, and JSON-like."""
-    text = json.dumps(value, default=str)
+    """How a bad value is quoted in an error: short, JSON-like and printable, at a cost bounded
+    whatever the value's size (a container is cut before it is encoded)."""
+    text = json.dumps(_clip(value, 2), default=_opaque, ensure_ascii=True)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _clip(value: object, depth: int) -> object:
+    if isinstance(value, str):
+        return value[:60]
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
+        return f"<a {len(str(abs(value))) if value.bit_length() < 20_000 else 'huge'}-digit integer>"
+    if isinstance(value, (list, tuple)):
+        return [_clip(v, depth - 1) for v in value[:4]] if depth > 0 else "[...]"
+    if isinstance(value, Mapping):
+        items = list(value.items())[:4]
+        return {str(k)[:30]: _clip(v, depth - 1) for k, v in items} if depth > 0 else "{...}"
+    return value
+
+
+def _opaque(value: object) -> str:
+    return f"<{type(value).__name__}>"
 
 
 class Reader:
@@ -64,6 +99,32 @@ class Reader:
             raise self.fail(path, f"expected a non-empty string, got {describe(value)}")
         return value
 
+    def text(self, value: object, path: str) -> str:
+        """Free text (an objective, a description): a string of at most :data:`MAX_TEXT`
+        characters, without control characters other than newlines and tabs."""
+        if not isinstance(value, str):
+            raise self.fail(path, f"expected text, got {describe(value)}")
+        if len(value) > MAX_TEXT:
+            raise self.fail(path, f"longer than {MAX_TEXT:,} characters")
+        bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Cf") and c not in "\n\t"), None)
+        if bad is not None:
+            raise self.fail(path, f"holds the control character U+{ord(bad):04X}")
+        return value
+
+    def name(self, value: object, path: str, pattern: re.Pattern[str] = NAME) -> str:
+        """A name that references can spell and tables can show (see :mod:`evolve.model.limits`)."""
+        text = self.string(value, path)
+        problem = name_problem(text, pattern)
+        if problem is not None:
+            raise self.fail(path, problem)
+        return text
+
+    def names(self, value: object, path: str, pattern: re.Pattern[str] = NAME) -> tuple[str, ...]:
+        items = self.strings(value, path)
+        for i, item in enumerate(items):
+            self.name(item, f"{path}[{i}]", pattern)
+        return items
+
     def strings(self, value: object, path: str) -> tuple[str, ...]:
         if not isinstance(value, list):
             raise self.fail(path, f"expected a list of strings, got {describe(value)}")
@@ -77,14 +138,40 @@ class Reader:
 
     def number(self, value: object, path: str, minimum: float = 0.0) -> float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not ok or not math.isfinite(cast(float, value)) or cast(float, value) < minimum:
-            raise self.fail(path, f"expected a number >= {minimum:g}, got {describe(value)}")
+        if ok and isinstance(value, int):
+            ok = abs(value) <= MAX_NUMBER
+        if not ok or not math.isfinite(cast(float, value)) or cast(float, value) < minimum \
+                or cast(float, value) > MAX_NUMBER:
+            raise self.fail(path, f"expected a number between {minimum:g} and {MAX_NUMBER:g}, "
+                                  f"got {describe(value)}")
         return float(cast(float, value))
 
     def integer(self, value: object, path: str, minimum: int) -> int:
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            raise self.fail(path, f"expected an integer >= {minimum}, got {describe(value)}")
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum \
+                or value > MAX_INTEGER:
+            raise self.fail(path, f"expected an integer between {minimum} and {MAX_INTEGER}, "
+                                  f"got {describe(value)}")
         return value
+
+    def texts(self, value: object, path: str) -> tuple[str, ...]:
+        """One string or a list of them (``assumes``, ``evidence``, ``proof``), as a tuple."""
+        if isinstance(value, str):
+            return (self.string(value, path),)
+        if isinstance(value, list):
+            return self.strings(value, path)
+        raise self.fail(path, f"expected a string or a list of strings, got {describe(value)}")
+
+    def choice(self, value: object, path: str, allowed: tuple[str, ...]) -> str:
+        if not isinstance(value, str) or value not in allowed:
+            raise self.fail(path, f"expected one of {', '.join(allowed)}, got {describe(value)}")
+        return value
+
+    def positive(self, value: object, path: str) -> float:
+        """A finite number > 0 (a timeout)."""
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not ok or not math.isfinite(cast(float, value)) or cast(float, value) <= 0:
+            raise self.fail(path, f"expected a number > 0, got {describe(value)}")
+        return float(cast(float, value))
 
     def boolean(self, value: object, path: str) -> bool:
         if not isinstance(value, bool):
@@ -102,21 +189,64 @@ def join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's C loader where PyYAML was built with it: ten times faster on large catalogs."""
 
 
+class StrictLoader(SAFE_LOADER):  # type: ignore[misc]
+    """The safe loader, refusing a mapping that holds one key twice (YAML would keep the last,
+    silently: two ``tools:`` sections must be an error, not a lost catalog)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {describe(key)} appears twice", key_node.start_mark)
+            seen.add(key)
+        return cast(dict[Any, Any], super().construct_mapping(node, deep=deep))
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:map", StrictLoader.construct_yaml_map)
+
+
+class DuplicateKey(ValueError):
+    """A JSON object holding one key twice."""
+
+
+def unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def read_document(path: str | Path) -> Any:
-    """Parse a YAML or JSON file (JSON is YAML, but its errors read better from ``json``)."""
+    """Parse a YAML or JSON file (JSON is YAML, but its errors read better from ``json``), within
+    the bounds of :mod:`evolve.model.limits`."""
     source = str(path)
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise InputError(source, "", f"{size:,} bytes; files larger than "
+                                         f"{MAX_FILE_BYTES >> 20} MiB are not read")
         text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(source, "", f"not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise InputError(source, "", f"cannot read file ({exc.strerror or exc})") from None
     try:
         if source.endswith(".json"):
-            return json.loads(text)
-        return yaml.load(text, Loader=SAFE_LOADER)
+            doc = json.loads(text, object_pairs_hook=unique_pairs)
+        else:
+            doc = yaml.load(text, Loader=StrictLoader)
+    except DuplicateKey as exc:
+        raise InputError(source, "", f"invalid JSON: the key {describe(exc.args[0])} appears twice") from None
     except json.JSONDecodeError as exc:
         raise InputError(source, "", f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
     except yaml.YAMLError as exc:
@@ -124,6 +254,12 @@ def read_document(path: str | Path) -> Any:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(source, "", f"invalid YAML{where}: {problem}") from None
+    except RecursionError:
+        raise InputError(source, "", "nested too deeply to be read") from None
+    problem = tree_problem(doc)
+    if problem is not None:
+        raise InputError(source, "", problem)
+    return doc
 
 
 def read_problem(path: str | Path) -> Problem:
@@ -138,7 +274,8 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
     if "tools" not in doc:
         raise r.fail("tools", "missing: a problem needs a catalog of tools")
     tools_doc = r.mapping(doc["tools"], "tools", None)
-    tools = {name: read_tool(r, name, spec) for name, spec in tools_doc.items()}
+    tools = {r.name(name, f"tools.{name}", TOOL_NAME): read_tool(r, name, spec)
+             for name, spec in tools_doc.items()}
     if not tools:
         raise r.fail("tools", "the catalog is empty")
 
@@ -150,12 +287,14 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
     )
     resources_doc: dict[str, Any] = r.optional(doc, "resources", "", lambda v, p: r.mapping(v, p, None), {})
     resources = {
-        name: r.number(cap, f"resources.{name}", minimum=0.0) for name, cap in resources_doc.items()
+        r.name(name, f"resources.{name}", TOOL_NAME): r.number(cap, f"resources.{name}", minimum=0.0)
+        for name, cap in resources_doc.items()
     }
     policy_doc: dict[str, Any] = r.optional(
-        doc, "policy", "", lambda v, p: r.mapping(v, p, ("write_requires_approval",)), {})
+        doc, "policy", "", lambda v, p: r.mapping(v, p, POLICY_KEYS), {})
     policy = Policy(
-        write_requires_approval=r.optional(policy_doc, "write_requires_approval", "policy", r.boolean, False)
+        write_requires_approval=r.optional(policy_doc, "write_requires_approval", "policy", r.boolean, False),
+        require_evidence=r.optional(policy_doc, "require_evidence", "policy", r.boolean, False),
     )
     for tool in tools.values():
         for res, amount in tool.uses.items():
@@ -168,20 +307,20 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
     template = None
     if doc.get("template") is not None:
         template = plan_from_dict(doc["template"], source, path="template")
-    criteria: tuple[str, ...] = r.optional(doc, "criteria", "", r.strings, ())
+    criteria: tuple[str, ...] = r.optional(doc, "criteria", "", r.names, ())
     if not criteria and template is None:
         raise r.fail("criteria", "missing: a problem needs success criteria (or a template)")
     return Problem(
         tools=tools,
-        initial=r.optional(doc, "initial", "", r.strings, ()),
+        initial=r.optional(doc, "initial", "", r.names, ()),
         criteria=criteria,
-        scopes=r.optional(doc, "scopes", "", r.strings, None),
+        scopes=r.optional(doc, "scopes", "", lambda v, p: r.names(v, p, TOOL_NAME), None),
         limits=limits,
         resources=resources,
         policy=policy,
         template=template,
         name=r.optional(doc, "name", "", r.string, Path(source).stem),
-        objective=r.optional(doc, "objective", "", lambda v, p: str(v), ""),
+        objective=r.optional(doc, "objective", "", r.text, ""),
     )
 
 
@@ -201,14 +340,14 @@ def read_tool(r: Reader, name: str, spec: object) -> Tool:
     return Tool(
         name=name,
         duration=r.number(doc["duration"], join(path, "duration")),
-        inputs=r.optional(doc, "inputs", path, r.strings, ()),
-        outputs=r.optional(doc, "outputs", path, r.strings, ()),
-        scope=r.optional(doc, "scope", path, r.string, None),
+        inputs=r.optional(doc, "inputs", path, r.names, ()),
+        outputs=r.optional(doc, "outputs", path, r.names, ()),
+        scope=r.optional(doc, "scope", path, lambda v, p: r.name(v, p, TOOL_NAME), None),
         risk=r.optional(doc, "risk", path, risk, "read"),
         cost=r.optional(doc, "cost", path, r.number, 0.0),
         uses={k: r.number(v, f"{path}.uses.{k}") for k, v in uses_doc.items()},
         llm_calls=r.optional(doc, "llm_calls", path, lambda v, p: r.integer(v, p, 0), 0),
-        description=r.optional(doc, "description", path, lambda v, p: str(v), ""),
+        description=r.optional(doc, "description", path, r.text, ""),
     )
 
 
@@ -234,18 +373,23 @@ def read_task(r: Reader, data: object, path: str) -> Task:
     for key in ("id", "tool"):
         if key not in doc:
             raise r.fail(join(path, key), "missing")
-    task_id = r.string(doc["id"], join(path, "id"))
-    if "." in task_id or "$" in task_id:
-        raise r.fail(join(path, "id"), f"task ids may not contain '.' or '$', got {describe(task_id)}")
+    task_id = r.name(doc["id"], join(path, "id"))
     return Task(
         id=task_id,
-        tool=r.string(doc["tool"], join(path, "tool")),
+        tool=r.name(doc["tool"], join(path, "tool"), TOOL_NAME),
         deps=r.optional(doc, "deps", path, r.strings, ()),
         inputs=r.optional(doc, "inputs", path, lambda v, p: r.mapping(v, p, None), {}),
         outputs=r.optional(doc, "outputs", path, r.strings, ()),
         when=r.optional(doc, "when", path, r.string, None),
         idempotency_key=r.optional(doc, "idempotency_key", path, r.string, None),
         name=r.optional(doc, "name", path, r.string, None),
+        assumes=r.optional(doc, "assumes", path, r.texts, ()),
+        on_failure=r.optional(doc, "on_failure", path,
+                              lambda v, p: r.choice(v, p, ON_FAILURE_POLICIES), ON_FAILURE),
+        retries=r.optional(doc, "retries", path, lambda v, p: r.integer(v, p, 0), RETRIES),
+        timeout=r.optional(doc, "timeout", path, r.positive, None),
+        evidence=r.optional(doc, "evidence", path, r.texts, ()),
+        proof=r.optional(doc, "proof", path, r.texts, ()),
     )
 
 
@@ -275,8 +419,10 @@ def problem_to_dict(problem: Problem) -> dict[str, Any]:
         doc["limits"] = limits
     if problem.resources:
         doc["resources"] = dict(problem.resources)
-    if problem.policy.write_requires_approval:
-        doc["policy"] = {"write_requires_approval": True}
+    policy = {k: True for k, v in (("write_requires_approval", problem.policy.write_requires_approval),
+                                   ("require_evidence", problem.policy.require_evidence)) if v}
+    if policy:
+        doc["policy"] = policy
     doc["tools"] = tools
     if isinstance(problem.template, Plan):
         doc["template"] = problem.template.to_dict()

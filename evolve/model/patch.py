@@ -102,13 +102,14 @@ def renamed(task: Task, mapping: dict[str, str]) -> Task:
                 return f"${mapping[head]}.{rest}"
         return value
 
-    when = task.when
-    if when:
-        when = re.sub(r"\$([\w\-:]+)\.", lambda m: f"${mapping.get(m[1], m[1])}.", when)
+    def rename_text(text: str) -> str:
+        return re.sub(r"\$([\w\-:]+)\.", lambda m: f"${mapping.get(m[1], m[1])}.", text)
+
     return replace(
         task,
         id=mapping.get(task.id, task.id),
         deps=tuple(mapping.get(d, d) for d in task.deps),
         inputs={k: rename_value(v) for k, v in task.inputs.items()},
-        when=when,
+        when=rename_text(task.when) if task.when else task.when,
+        assumes=tuple(rename_text(text) for text in task.assumes),
     )

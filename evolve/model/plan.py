@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from evolve.defaults import ON_FAILURE, RETRIES
+
 REF = re.compile(r"\$([A-Za-z_][\w\-:]*)(?:\.([A-Za-z_][\w\-]*))?((?:\.[\w\-]+)*)")
 """A reference: ``$fact`` or ``$task.output`` (a deeper ``.path`` may follow in ``when``)."""
 
@@ -82,19 +84,40 @@ class Task:
     when: str | None = None
     idempotency_key: str | None = None
     name: str | None = None
+    # The keys the runtime reads (see evolve.execute); their defaults change nothing for a plan
+    # that does not use them: not its dict, its hash or its pickle (see RUNTIME_DEFAULTS).
+    assumes: tuple[str, ...] = ()
+    """Conditions the task's plan rests on, checked once their references are known: a false
+    one means the plan is wrong and the runtime replans."""
+    on_failure: str = ON_FAILURE
+    """``retry`` | ``fail_plan`` | ``skip_dependents`` | ``replan``: what a failed call leads to."""
+    retries: int = RETRIES
+    """Further attempts after a failed first call (with backoff)."""
+    timeout: float | None = None
+    """Seconds a call may take before it counts as a timeout failure (``None``: no deadline)."""
+    evidence: tuple[str, ...] = ()
+    """Repository facts the task rests on (what ``policy.require_evidence`` asks for)."""
+    proof: tuple[str, ...] = ()
+    """Exact checks that show the task done (what ``policy.require_evidence`` asks for)."""
 
     def __hash__(self) -> int:
         return hash((self.id, self.tool, self.deps, self.outputs))
 
     def __getstate__(self) -> dict[str, Any]:
-        """The fields only, never the :data:`TASK_MEMO` a compiled evaluation keeps on the task."""
+        """The fields only, never the :data:`TASK_MEMO` a compiled evaluation keeps on the task,
+        and the runtime keys only where they differ from their defaults: a task that does not
+        use them pickles to the same bytes as before they existed. Unpickling needs nothing
+        special, as a field left out reads its class-level default."""
         state = dict(self.__dict__)
         state.pop(TASK_MEMO, None)
+        for key, default in RUNTIME_DEFAULTS.items():
+            if key in state and state[key] == default:
+                del state[key]
         return state
 
     def refs(self) -> list[Ref]:
-        """Every reference this task reads, from its inputs and its ``when`` condition."""
-        return read_refs(self.inputs, self.when)
+        """Every reference this task reads, from its inputs, its ``when`` and its ``assumes``."""
+        return read_refs(self.inputs, self.when, self.assumes)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -110,7 +133,19 @@ class Task:
             data["idempotency_key"] = self.idempotency_key
         if self.name is not None:
             data["name"] = self.name
+        for key, default in RUNTIME_DEFAULTS.items():
+            value = getattr(self, key)
+            if value != default:
+                data[key] = list(value) if isinstance(value, tuple) else value
         return data
+
+
+RUNTIME_DEFAULTS: dict[str, Any] = {
+    "assumes": (), "on_failure": ON_FAILURE, "retries": RETRIES, "timeout": None,
+    "evidence": (), "proof": (),
+}
+"""The runtime keys of a task and their defaults, in the order ``to_dict`` writes them; a key
+at its default is left out of the dict (so of :func:`plan_hash`) and of the pickle."""
 
 
 @dataclass(frozen=True)
@@ -169,14 +204,21 @@ def next_task_id(plan: Plan, prefix: str = "t") -> str:
     return f"{prefix}{highest + 1}"
 
 
-def read_refs(inputs: Mapping[str, Any], when: str | None = None) -> list[Ref]:
-    """Every reference that bound ``inputs`` (and a ``when`` condition) read; literals are skipped."""
+def read_refs(inputs: Mapping[str, Any], when: str | None = None,
+              assumes: Iterable[str] = ()) -> list[Ref]:
+    """Every reference that bound ``inputs`` (and ``when`` and ``assumes`` conditions) read;
+    literals are skipped."""
     found = [ref for ref in (parse_ref(v) for v in inputs.values()) if ref is not None]
     if when:
         found.extend(refs_in_text(when))
+    for condition in assumes:
+        found.extend(refs_in_text(condition))
     return found
 
 
-def task_refs_deps(inputs: Mapping[str, Any], when: str | None = None) -> tuple[str, ...]:
-    """The upstream task ids that ``inputs`` (and ``when``) read, in first-seen order."""
-    return tuple(dict.fromkeys(ref.task for ref in read_refs(inputs, when) if ref.task is not None))
+def task_refs_deps(inputs: Mapping[str, Any], when: str | None = None,
+                   assumes: Iterable[str] = ()) -> tuple[str, ...]:
+    """The upstream task ids that ``inputs`` (and ``when`` and ``assumes``) read, in first-seen
+    order."""
+    refs = read_refs(inputs, when, assumes)
+    return tuple(dict.fromkeys(ref.task for ref in refs if ref.task is not None))

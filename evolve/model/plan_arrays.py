@@ -45,7 +45,7 @@ from evolve.model.compiled import RISK_CODES, BoolArray, CompiledProblem, IntArr
 from evolve.model.coverage import DuplicateKey, duplicate_key
 from evolve.model.plan import TASK_MEMO, Plan, Task, parse_ref
 from evolve.model.problem import Problem, Tool
-from evolve.model.validate import check_limits, check_template
+from evolve.model.validate import check_conditions, check_limits, check_template, missing_evidence
 
 MAX_NUMBERS = 1 << 16
 """Names (task ids) and facts outside the catalog a numbering holds before a fresh one replaces it."""
@@ -85,7 +85,7 @@ class Numbering:
     """
 
     def __init__(self, tools: Mapping[str, Tool], initial: frozenset[str],
-                 compiled: CompiledProblem) -> None:
+                 compiled: CompiledProblem, require_evidence: bool = False) -> None:
         self.token = next(TOKENS)
         self.prefix = array("q", [self.token]).tobytes()
         """How every record of this numbering starts."""
@@ -98,6 +98,7 @@ class Numbering:
             for t, (name, tool) in enumerate(tools.items())
         }
         self.initial = initial
+        self.require_evidence = require_evidence
 
     @property
     def size(self) -> int:
@@ -149,6 +150,10 @@ class Numbering:
             if writes and not task.idempotency_key:
                 errors += 1  # idempotency-key
             made = task.outputs or outputs
+        if task.when is not None or task.assumes:
+            errors += len(check_conditions(task))  # expression
+        if self.require_evidence:
+            errors += len(missing_evidence(task))  # evidence, proof
         refs: list[int] = []
         for ref in task.refs():
             if ref.task is None:
@@ -178,7 +183,8 @@ class PlanTables:
         self.tools = problem.tools
         self.initial = problem.initial_set()
         self.compiled = problem.derived(compile_problem)
-        self.numbering = Numbering(self.tools, self.initial, self.compiled)
+        self.require_evidence = problem.policy.require_evidence
+        self.numbering = Numbering(self.tools, self.initial, self.compiled, self.require_evidence)
         self.float_costs = all(type(tool.cost) is float for tool in problem.tools.values())
         """Whether every cost is a ``float``: from Python 3.12 on, ``sum`` compensates float
         terms only, so a sum mixing ints is only reproduced by the plain-Python definition."""
@@ -187,7 +193,8 @@ class PlanTables:
         """The numbering to compile the next plan with, renewed when it has grown too big."""
         numbering = self.numbering
         if numbering.size >= MAX_NUMBERS:
-            numbering = self.numbering = Numbering(self.tools, self.initial, self.compiled)
+            numbering = self.numbering = Numbering(self.tools, self.initial, self.compiled,
+                                                   self.require_evidence)
         return numbering
 
 

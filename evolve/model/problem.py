@@ -52,6 +52,8 @@ class Policy:
     """Rules the validator enforces on top of the data contracts."""
 
     write_requires_approval: bool = False
+    require_evidence: bool = False
+    """Every task must cite repository ``evidence`` and give a ``proof`` command (evidence plans)."""
 
 
 @dataclass(frozen=True)

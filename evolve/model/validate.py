@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
+from evolve.model.expression import ExpressionError, parse_expression
 from evolve.model.graph import find_cycle, successors, topological_order
 from evolve.model.plan import Plan, Task, parse_ref
 from evolve.model.problem import Problem
@@ -23,7 +25,18 @@ class PlanError:
     task: str | None = None
 
     def __str__(self) -> str:
-        return f"{self.task}: {self.message}" if self.task else self.message
+        if not self.task or self.message.startswith(f"{self.task} "):
+            return self.message  # a message that names its task already reads as it is
+        return f"{self.task}: {self.message}"
+
+
+PlanStatus = Literal["ready", "blocked"]
+
+
+def plan_status(errors: Sequence[PlanError]) -> PlanStatus:
+    """``ready`` when the plan may run as it is, ``blocked`` while any rule is broken (what
+    ``evolve validate`` reports, as the evidence-plan convention names it)."""
+    return "blocked" if errors else "ready"
 
 
 def validate(problem: Problem, plan: Plan) -> list[PlanError]:
@@ -35,6 +48,8 @@ def validate(problem: Problem, plan: Plan) -> list[PlanError]:
     errors += check_cycles(plan, tasks)
     for task in plan.tasks:
         errors += check_task(problem, task, tasks)
+        errors += check_conditions(task)
+        errors += check_evidence(problem, task)
     errors += check_policy(problem, plan, tasks)
     errors += check_limits(problem, plan)
     errors += check_template(problem, tasks)
@@ -116,6 +131,36 @@ def check_task(problem: Problem, task: Task, tasks: dict[str, Task]) -> Iterable
         produced = produced_by(problem, source)
         if produced is not None and ref.fact not in produced:
             yield PlanError("ref-output", f"{ref}: task {ref.task} does not output {ref.fact!r}", task.id)
+
+
+def check_conditions(task: Task) -> list[PlanError]:
+    """``when`` and every ``assumes`` must parse in the condition language (their references are
+    checked with the inputs', in :func:`check_task`)."""
+    found: list[PlanError] = []
+    conditions = [("when", task.when)] if task.when is not None else []
+    conditions += [(f"assumes[{i}]" if len(task.assumes) > 1 else "assumes", text)
+                   for i, text in enumerate(task.assumes)]
+    for key, text in conditions:
+        try:
+            parse_expression(text)
+        except ExpressionError as exc:
+            found.append(PlanError("expression", f"{key}: {exc}", task.id))
+    return found
+
+
+def check_evidence(problem: Problem, task: Task) -> list[PlanError]:
+    """Under ``policy.require_evidence`` a task cites repository evidence and one exact check."""
+    return missing_evidence(task) if problem.policy.require_evidence else []
+
+
+def missing_evidence(task: Task) -> list[PlanError]:
+    """What :func:`check_evidence` reports of ``task`` when the policy asks for evidence."""
+    found = []
+    if not any(item.strip() for item in task.evidence):
+        found.append(PlanError("evidence", f"{task.id} has no repository evidence", task.id))
+    if not any(item.strip() for item in task.proof):
+        found.append(PlanError("proof", f"{task.id} has no proof command", task.id))
+    return found
 
 
 def produced_by(problem: Problem, task: Task) -> tuple[str, ...] | None:

@@ -51,7 +51,8 @@ def with_data_deps(task: Task, old: Task) -> Task:
     """``task`` with deps = the tasks it reads, plus ``old``'s deps that carried no data."""
     carried = set(data_sources(old))
     kept = [d for d in old.deps if d not in carried]
-    return replace(task, deps=tuple(dict.fromkeys([*task_refs_deps(task.inputs, task.when), *kept])))
+    reads = task_refs_deps(task.inputs, task.when, task.assumes)
+    return replace(task, deps=tuple(dict.fromkeys([*reads, *kept])))
 
 
 def add_task(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
