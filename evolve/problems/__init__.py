@@ -1,6 +1,7 @@
 """Problem families and the one door for problem files, whatever their format.
 
-A YAML or JSON file is an agent-plan problem (:mod:`evolve.model.files`); a
+A YAML or JSON file is an agent-plan problem (:mod:`evolve.model.files`), or an
+HTN domain when it has an ``htn`` section (:mod:`evolve.problems.htn`); a
 PSPLIB ``.sm`` or Patterson ``.rcp`` file is a scheduling instance read as a
 fixed-structure problem (:mod:`evolve.problems.rcpsp`).
 """
@@ -10,9 +11,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from evolve.model.files import read_problem
+from evolve.model.files import problem_from_dict, read_document
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
+from evolve.problems.htn.problem import htn_problem_from_dict
+from evolve.problems.htn.reader import is_htn_document
 from evolve.problems.rcpsp.operators import ACTIVITY_LIST
 from evolve.problems.rcpsp.problem import RCPSP_FORMATS, load_rcpsp_problem
 from evolve.search.operators import STRUCTURAL, OperatorSet
@@ -23,7 +26,10 @@ def load_problem(path: str | Path) -> Problem:
     """Read a problem file: YAML or JSON, or a PSPLIB ``.sm`` / Patterson ``.rcp`` instance."""
     if Path(path).suffix in RCPSP_FORMATS:
         return load_rcpsp_problem(path)
-    return read_problem(path)
+    doc = read_document(path)
+    if is_htn_document(doc):
+        return htn_problem_from_dict(doc, str(path))
+    return problem_from_dict(doc, str(path))
 
 
 def is_fixed_structure(problem: Problem) -> bool:

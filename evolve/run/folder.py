@@ -24,6 +24,8 @@ from evolve.model.errors import UsageError
 from evolve.model.files import problem_to_dict
 from evolve.model.problem import Problem
 from evolve.problems import default_operators
+from evolve.problems.htn import OPERATOR as HTN_SEARCH
+from evolve.problems.htn import DecompositionFallback, HtnProblem, HtnSearch
 from evolve.problems.rcpsp.algorithm import OPERATOR as ACTIVITY_GA
 from evolve.problems.rcpsp.algorithm import ActivityListGA
 from evolve.problems.rcpsp.problem import is_integer_rcpsp
@@ -33,7 +35,7 @@ from evolve.run.evaluator import Evaluator
 from evolve.scheduling import schedule
 from evolve.search.algorithm import Algorithm, SearchResult, minimize
 from evolve.search.loop import Proposer, Search
-from evolve.search.operators import OperatorSet, operator_name
+from evolve.search.operators import STRUCTURAL, OperatorSet, operator_name
 from evolve.search.options import SearchOptions
 from evolve.search.ranking import Ranking
 
@@ -76,16 +78,21 @@ def run_search(
     resume: bool = False,
     on_generation: Callable[[dict[str, Any]], None] | None = None,
     extra_summary: Callable[[], dict[str, Any]] | None = None,
+    htn_fallback: DecompositionFallback | None = None,
 ) -> RunOutcome:
     """Search ``problem`` and write the run folder. The programmatic twin of ``evolve run``.
 
     With ``resume=True`` the search continues from ``out_dir``'s checkpoint, which
-    must have been made for the same problem, objectives and options.
+    must have been made for the same problem, objectives and options. An HTN domain
+    (:class:`~evolve.problems.htn.HtnProblem`) is searched by its own algorithm, which asks
+    ``htn_fallback`` (if given) for decompositions no method covers.
     """
     fitnesses = list(fitnesses) if fitnesses is not None else resolve_all(DEFAULT_OBJECTIVES)
     # an integer RCPSP gets the activity-list GA unless the caller asks for operators or a proposer
-    activity_ga = operators is None and proposer is None and is_integer_rcpsp(problem)
-    operators = operators if operators is not None else default_operators(problem)
+    htn = isinstance(problem, HtnProblem)
+    activity_ga = not htn and operators is None and proposer is None and is_integer_rcpsp(problem)
+    # an HTN domain's moves are its own (choices of methods and orders); STRUCTURAL is unused there
+    operators = operators if operators is not None else STRUCTURAL if htn else default_operators(problem)
     ranking = Ranking.of(fitnesses, weights)
     unknown = [name for name in options.target if name not in ranking.objectives]
     if unknown:
@@ -99,7 +106,8 @@ def run_search(
         "problem": fingerprint(problem_to_dict(problem)),
         "options": fingerprint(options.fingerprint()),
         "ranking": ranking.describe(),
-        "operators": ACTIVITY_GA if activity_ga else operator_names(operators, proposer, proposer_share),
+        "operators": (ACTIVITY_GA if activity_ga else htn_identity(problem, htn_fallback) if htn
+                      else operator_names(operators, proposer, proposer_share)),
     }
     restored = checkpoint.load(out, identity) if resume else None
     events_path = out / "events.jsonl"
@@ -120,8 +128,11 @@ def run_search(
             checkpoints.save(search.state(), events.size, events.digest.hexdigest())
 
         emit = event_writer(events, on_generation)
-        search: Search | ActivityListGA
-        if activity_ga:
+        search: Search | ActivityListGA | HtnSearch
+        if isinstance(problem, HtnProblem):
+            search = HtnSearch(problem, evaluator=evaluator, ranking=ranking, options=options,
+                               on_event=emit, fallback=htn_fallback)
+        elif activity_ga:
             search = ActivityListGA(problem, evaluator=evaluator, ranking=ranking, options=options,
                                     on_event=emit)
         else:
@@ -137,7 +148,7 @@ def run_search(
     best = result.best
     sched = schedule(problem, best.plan)
     (out / "best.json").write_text(dump_json({**best.plan.to_dict(), "schedule": sched.to_dict()}))
-    scored = (search.cache.values() if isinstance(search, Search)
+    scored = (search.cache.values() if isinstance(search, (Search, HtnSearch))
               else [c.evaluation for c in result.population])
     failed = sum(1 for ev in scored if ev.failed is not None)
     summary = {
@@ -161,10 +172,20 @@ def run_search(
         "session_seconds": round(seconds, 3),
         "evaluations_per_second": (round(result.evaluations / search.seconds, 1)
                                    if search.seconds > 0 else None),
+        **({"htn_fallback": search.fallback_summary()} if isinstance(search, HtnSearch) else {}),
         **(extra_summary() if extra_summary is not None else {}),
     }
     (out / "summary.json").write_text(dump_json(summary))
     return RunOutcome(out_dir=out, result=result, summary=summary)
+
+
+def htn_identity(problem: Problem, fallback: DecompositionFallback | None) -> str:
+    """An HTN run's algorithm, fallback and domain (the problem document holds only its
+    operators as tools), part of a checkpoint's identity."""
+    domain = problem.htn() if isinstance(problem, HtnProblem) else None
+    text = repr((domain.methods, sorted(domain.operators.items()), domain.state, domain.goal,
+                 domain.max_depth, domain.max_nodes)) if domain is not None else ""
+    return f"{HTN_SEARCH}:{fallback.name if fallback is not None else 'none'}:{fingerprint(text)}"
 
 
 def operator_names(operators: OperatorSet, proposer: Proposer | None, share: float) -> str:

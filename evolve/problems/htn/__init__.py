@@ -1,0 +1,43 @@
+"""HTN domains: hierarchical plans by symbolic decomposition, searched by evolve.
+
+Read a domain (:func:`load_htn_problem`, or :func:`evolve.load_problem` on any
+file with an ``htn`` section), decompose it (:class:`Planner`), turn a
+decomposition into the usual task graph (:func:`to_plan`), search the
+decompositions for the best plan (:class:`HtnSearch`, what ``evolve run``
+uses), check a domain over synthetic states (:func:`validate_domain`). A
+fallback for tasks no method covers plugs in through :class:`DecompositionFallback`.
+"""
+
+from evolve.problems.htn.algorithm import OPERATOR, HtnSearch, NoPlanError
+from evolve.problems.htn.domain import Domain, Method, Operator
+from evolve.problems.htn.fallback import DecompositionFallback, FallbackReply
+from evolve.problems.htn.planner import Choice, Decomposition, Learned, NoPlan, Planner, replay
+from evolve.problems.htn.problem import HtnProblem, htn_problem_from_dict, load_htn_problem, to_plan
+from evolve.problems.htn.reader import domain_from_dict, is_htn_document, read_domain
+from evolve.problems.htn.validate import DomainReport, validate_domain
+
+__all__ = [
+    "OPERATOR",
+    "Choice",
+    "Decomposition",
+    "DecompositionFallback",
+    "Domain",
+    "DomainReport",
+    "FallbackReply",
+    "HtnProblem",
+    "HtnSearch",
+    "Learned",
+    "Method",
+    "NoPlan",
+    "NoPlanError",
+    "Operator",
+    "Planner",
+    "domain_from_dict",
+    "htn_problem_from_dict",
+    "is_htn_document",
+    "load_htn_problem",
+    "read_domain",
+    "replay",
+    "to_plan",
+    "validate_domain",
+]

@@ -1,0 +1,353 @@
+"""The HTN planner: depth-first decomposition with backtracking, bounded in depth and nodes.
+
+A compound task is replaced by the subtasks of the first method whose guard
+holds; a primitive one is applied when its precondition holds; when a branch
+fails, the planner backtracks to the last choice and tries the next method (or
+the next order of an unordered method's subtasks). ``max_depth`` bounds how
+deep compound tasks nest and ``max_nodes`` how many search nodes one
+decomposition may visit, so every call ends: with a plan, or with "no plan" and
+the precondition that blocked the deepest attempt.
+
+The order in which alternatives are tried is the genome the search evolves: a
+:class:`Choice` per choice point (the method preferred at one occurrence of a
+compound task, the order of one unordered method's subtasks), keyed by the
+occurrence's path in the decomposition tree. A choice is a preference, not a
+command: when the preferred method fails the others are still tried, so every
+genome decodes to a plan whenever the domain has one. The stack is explicit, so
+deep plans never meet Python's recursion limit.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from evolve.problems.htn.domain import (
+    All,
+    Domain,
+    Method,
+    Not,
+    Predicate,
+    State,
+    Unknown,
+    Value,
+    atoms,
+    first_failing,
+    holds,
+    show,
+    truth,
+)
+from evolve.problems.htn.fallback import DecompositionFallback, FallbackReply
+
+ChoiceValue = int | tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One decision: ``value`` is a method index (of ``options`` methods) or an order of
+    ``options`` subtasks. Keys: ``<path>`` for methods, ``<path>>method`` for orders."""
+
+    key: str
+    value: ChoiceValue
+    options: int
+
+
+Genome = tuple[Choice, ...]
+"""Choices sorted by key: hashable, comparable, and what a candidate's event shows."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One primitive task of the plan. ``trail`` is its place in the tree: for every method
+    above it, the method occurrence's key, whether its subtasks are ordered, and which subtask."""
+
+    operator: str
+    path: str
+    trail: tuple[tuple[str, bool, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """A plan: the primitive steps in order, the choices that made it and the final state."""
+
+    steps: tuple[Step, ...]
+    genome: Genome
+    state: Mapping[str, Value]
+    nodes: int
+
+
+@dataclass(frozen=True)
+class NoPlan:
+    """No plan: ``reason`` is ``no-plan`` (the space is exhausted) or ``budget`` (max_nodes was
+    reached first); ``blocked`` names what stopped the deepest attempt."""
+
+    reason: str
+    blocked: str
+    nodes: int
+
+    def __str__(self) -> str:
+        head = "no plan" if self.reason == "no-plan" else "no plan within the node budget"
+        return f"{head}: {self.blocked}"
+
+
+Outcome = Decomposition | NoPlan
+
+
+class Chooser(Protocol):
+    """Decides the choice points a genome leaves open (e.g. at random, for new individuals)."""
+
+    def method(self, key: str, options: int) -> int: ...
+    def order(self, key: str, size: int) -> tuple[int, ...]: ...
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A task still to do (a linked list: pushing subtasks shares the rest)."""
+
+    name: str
+    path: str
+    depth: int
+    trail: tuple[tuple[str, bool, int], ...]
+    rest: Pending | None
+
+
+@dataclass(frozen=True)
+class Node:
+    pending: Pending | None
+    state: Mapping[str, Value]
+    steps: tuple[Step, ...]
+    choices: tuple[Choice, ...]
+
+
+@dataclass
+class Learned:
+    """What the fallback taught during a run: methods (kept for later choice points), the verdict
+    on every question asked (so a question is asked once), and records for the events."""
+
+    methods: list[Method] = field(default_factory=list)
+    verdicts: dict[str, str | None] = field(default_factory=dict)
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+def state_key(task: str, state: State) -> str:
+    """A question to the fallback: the task and the state, as canonical text."""
+    return json.dumps([task, {k: str(v) if isinstance(v, Unknown) else v for k, v in state.items()}],
+                      sort_keys=True, separators=(",", ":"))
+
+
+class Planner:
+    """Decomposes a domain's goal; ``fallback`` (optional) is asked when no method applies.
+
+    A planner with a fallback is stateful: accepted proposals become learned
+    methods that later decompositions use too, and each question is asked once.
+    """
+
+    def __init__(self, domain: Domain, fallback: DecompositionFallback | None = None,
+                 learned: Learned | None = None) -> None:
+        self.domain = domain
+        self.fallback = fallback
+        self.learned = learned if learned is not None else Learned()
+        self.deepest: tuple[int, str] = (-1, "")
+        self.by_task: dict[str, tuple[Method, ...]] = {}
+        for method in domain.methods:
+            self.by_task[method.task] = (*self.by_task.get(method.task, ()), method)
+        for method in self.learned.methods:
+            self.by_task[method.task] = (*self.by_task.get(method.task, ()), method)
+
+    def methods(self, task: str) -> tuple[Method, ...]:
+        return self.by_task.get(task, ())
+
+    def plan(self, genome: Sequence[Choice] = (), chooser: Chooser | None = None,
+             state: State | None = None) -> Outcome:
+        """Decompose the goal from ``state`` (default: the domain's), trying ``genome``'s
+        preferences first; open choice points go to ``chooser`` (default: file order)."""
+        start = dict(self.domain.state if state is None else state)
+        root = Pending(self.domain.goal, self.domain.goal, 0, (), None)
+        return self.search(root, start, {c.key: c.value for c in genome}, chooser,
+                           use_fallback=True)
+
+    def search(self, root: Pending | None, state: State, prefs: Mapping[str, ChoiceValue],
+               chooser: Chooser | None, use_fallback: bool) -> Outcome:
+        self.deepest = (-1, "")
+        stack: list[Iterator[Node]] = [iter([Node(root, state, (), ())])]
+        nodes = 0
+        while stack:
+            node = next(stack[-1], None)
+            if node is None:
+                stack.pop()
+                continue
+            nodes += 1
+            if node.pending is None:
+                genome = tuple(sorted({c.key: c for c in node.choices}.values(), key=lambda c: c.key))
+                return Decomposition(node.steps, genome, node.state, nodes)
+            if nodes >= self.domain.max_nodes:
+                return NoPlan("budget", self.deepest[1] or "nothing tried", nodes)
+            stack.append(self.expand(node, prefs, chooser, use_fallback))
+        return NoPlan("no-plan", self.deepest[1] or f"nothing decomposes {self.domain.goal!r}", nodes)
+
+    def blocked(self, node: Node, text: str) -> None:
+        """Remember the failure of the attempt that got furthest (most steps applied)."""
+        if len(node.steps) > self.deepest[0]:
+            self.deepest = (len(node.steps), text)
+
+    def expand(self, node: Node, prefs: Mapping[str, ChoiceValue], chooser: Chooser | None,
+               use_fallback: bool) -> Iterator[Node]:
+        """The alternatives for the node's first pending task, best-preferred first."""
+        task = node.pending
+        assert task is not None
+        domain = self.domain
+        if task.depth > domain.max_depth:
+            self.blocked(node, f"max_depth {domain.max_depth} reached at {task.path}")
+            return
+        operator = domain.operators.get(task.name)
+        if operator is not None:
+            if holds(operator.pre, node.state):
+                step = Step(operator.name, task.path, task.trail)
+                yield Node(task.rest, operator.effects.apply(node.state), (*node.steps, step), node.choices)
+            else:
+                failing = first_failing(operator.pre, node.state)
+                self.blocked(node, f"{operator.name} needs {show(failing or operator.pre)} "
+                                   f"(at {task.path})")
+            return
+        methods = self.methods(task.name)
+        applicable = False
+        for index in self.method_order(task.path, len(methods), prefs, chooser):
+            method = methods[index]
+            if not holds(method.pre, node.state):
+                failing = first_failing(method.pre, node.state)
+                self.blocked(node, f"method {method.name} of {task.name} needs "
+                                   f"{show(failing or method.pre)} (at {task.path})")
+                continue
+            applicable = True
+            yield from self.apply_method(node, task, method, index, len(methods), prefs, chooser)
+        if applicable:
+            return
+        if not methods:
+            self.blocked(node, f"no method for {task.name} (at {task.path})")
+        if use_fallback and self.fallback is not None:
+            learned = self.ask(task, node.state)
+            if learned is not None:
+                methods = self.methods(task.name)
+                yield from self.apply_method(node, task, learned, methods.index(learned), len(methods),
+                                             prefs, chooser)
+
+    def method_order(self, key: str, count: int, prefs: Mapping[str, ChoiceValue],
+                     chooser: Chooser | None) -> list[int]:
+        preferred = prefs.get(key)
+        if not isinstance(preferred, int) or not 0 <= preferred < count:
+            preferred = chooser.method(key, count) if chooser is not None and count > 1 else 0
+        return [preferred, *(i for i in range(count) if i != preferred)] if count else []
+
+    def apply_method(self, node: Node, task: Pending, method: Method, index: int, count: int,
+                     prefs: Mapping[str, ChoiceValue], chooser: Chooser | None) -> Iterator[Node]:
+        here = f"{task.path}/{method.name}"
+        size = len(method.subtasks)
+        choice = Choice(task.path, index, count)
+        order_key = f"{task.path}>{method.name}"
+        for order in self.orders(order_key, size, method.unordered, prefs, chooser):
+            rest = task.rest
+            for i in reversed(order):
+                rest = Pending(method.subtasks[i], f"{here}#{i}", task.depth + 1,
+                               (*task.trail, (here, not method.unordered, i)), rest)
+            made = [choice]
+            if method.unordered and size > 1:
+                made.append(Choice(order_key, tuple(order), size))
+            yield Node(rest, node.state, node.steps, (*node.choices, *made))
+
+    def orders(self, key: str, size: int, unordered: bool, prefs: Mapping[str, ChoiceValue],
+               chooser: Chooser | None) -> Iterator[tuple[int, ...]]:
+        identity = tuple(range(size))
+        if not unordered or size < 2:
+            yield identity
+            return
+        preferred = prefs.get(key)
+        if not (isinstance(preferred, tuple) and sorted(preferred) == list(identity)):
+            preferred = chooser.order(key, size) if chooser is not None else identity
+        yield preferred
+        for order in itertools.permutations(identity):
+            if order != preferred:
+                yield order
+
+    # -- the fallback -------------------------------------------------------------------------
+
+    def ask(self, task: Pending, state: State) -> Method | None:
+        """The fallback's method for ``task`` in ``state`` once the planner accepts it; each
+        question is asked once a run, its verdict and record kept."""
+        assert self.fallback is not None
+        question = state_key(task.name, state)
+        if question in self.learned.verdicts:
+            name = self.learned.verdicts[question]
+            return next((m for m in self.methods(task.name) if m.name == name), None)
+        deepest = self.deepest
+        reply = self.fallback.decompose(task.name, dict(state), self.domain.operators, self.domain.tasks)
+        method, rejected, detail = self.judge(task, state, reply)
+        self.deepest = deepest
+        record: dict[str, Any] = {"task": task.name, "path": task.path, "accepted": method is not None,
+                                  "subtasks": list(reply.subtasks or ()), **dict(reply.meta)}
+        if method is not None:
+            record.update(method=method.name, reason=reply.reason)
+            self.learned.methods.append(method)
+            self.by_task[task.name] = (*self.methods(task.name), method)
+        else:
+            record.update(rejected=rejected, detail=detail[:300])
+        self.learned.verdicts[question] = method.name if method is not None else None
+        self.learned.records.append(record)
+        return method
+
+    def judge(self, task: Pending, state: State, reply: FallbackReply) -> tuple[Method | None, str, str]:
+        """Accept a proposal only when it applies from ``state`` and achieves the task."""
+        if reply.error is not None or reply.subtasks is None:
+            return None, reply.error or "schema", reply.detail
+        if not reply.subtasks:
+            return None, "no-subtasks", "the reply proposes no subtasks"
+        unknown = [s for s in reply.subtasks if not self.domain.knows(s)]
+        if unknown:
+            return None, "unknown-operator", f"unknown operator or task: {', '.join(map(repr, unknown))}"
+        rest: Pending | None = None
+        for i in reversed(range(len(reply.subtasks))):
+            rest = Pending(reply.subtasks[i], f"{task.path}/fallback#{i}", task.depth + 1, (), rest)
+        tried = self.search(rest, state, {}, None, use_fallback=False)
+        if isinstance(tried, NoPlan):
+            return None, "precondition", tried.blocked
+        goal = self.domain.tasks[task.name].achieves
+        if not holds(goal, tried.state):
+            failing = first_failing(goal, tried.state)
+            return None, "not-achieved", f"{task.name} needs {show(failing or goal)} afterwards"
+        number = sum(1 for m in self.learned.methods if m.task == task.name) + 1
+        return Method(name=f"{task.name}_learned{number}", task=task.name,
+                      pre=regress(self.domain, tried.steps, state), subtasks=reply.subtasks,
+                      learned=True), "", ""
+
+
+def regress(domain: Domain, steps: Sequence[Step], state: State) -> Predicate:
+    """The guard of a learned method: the truth of every test its steps made of the state they
+    started from (keys no earlier step wrote), so it is tried again only where it applied."""
+    written: set[str] = set()
+    tests: dict[object, Predicate] = {}
+    for step in steps:
+        operator = domain.operators[step.operator]
+        for atom in atoms(operator.pre):
+            if atom.key in written:
+                continue
+            value = truth(atom, state)
+            if value is not None:
+                tests.setdefault(atom, atom if value else Not(atom))
+        written.update(operator.effects.writes())
+    return All(tuple(tests.values()))
+
+
+def replay(domain: Domain, steps: Sequence[Step], state: State | None = None) -> list[str]:
+    """Every precondition that fails when ``steps`` are applied in order (empty: the plan is
+    sound). The test oracle of soundness, and what ``validate-domain`` trusts."""
+    current: dict[str, Value] = dict(domain.state if state is None else state)
+    faults = []
+    for i, step in enumerate(steps):
+        operator = domain.operators[step.operator]
+        if not holds(operator.pre, current):
+            failing = first_failing(operator.pre, current)
+            faults.append(f"step {i + 1} ({operator.name}) needs {show(failing or operator.pre)}")
+        current = operator.effects.apply(current)
+    return faults
