@@ -19,6 +19,10 @@ import yaml
 from evolve import defaults
 from evolve.cli.bench import bench
 from evolve.cli.common import friendly
+from evolve.cli.htn import COMMANDS as HTN_COMMANDS
+from evolve.cli.htn import FALLBACK_HELP as HTN_FALLBACK_HELP
+from evolve.cli.htn import FALLBACKS as HTN_FALLBACKS
+from evolve.cli.htn import htn_fallback_for
 from evolve.cli.report import COMMANDS as REPORT_COMMANDS
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all, survey
@@ -97,6 +101,8 @@ def read_problem(path: str) -> Problem:
               help="Continue the run in this folder from its last checkpoint.")
 @click.option("--operator", type=click.Choice(["random", "llm"]), default="random", show_default=True,
               help="How children are made: random structural operators, or also an LLM proposing patches.")
+@click.option("--htn-fallback", type=click.Choice(HTN_FALLBACKS), default="none", show_default=True,
+              help=HTN_FALLBACK_HELP)
 @click.option("--llm-base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")
 @click.option("--llm-model", default=None, help="Model name the endpoint serves.")
 @click.option("--llm-ratio", type=click.FloatRange(0, 1), default=defaults.LLM_SHARE, show_default=True,
@@ -133,6 +139,7 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
         backend: str, scheduler_address: str | None, eval_timeout: float | None,
         isolate: bool | None, max_evaluations: int | None, max_seconds: float | None,
         targets: tuple[str, ...], patience: int | None, resume_dir: str | None, operator: str,
+        htn_fallback: str,
         llm_base_url: str | None, llm_model: str | None, llm_ratio: float, llm_max_calls: int | None,
         llm_timeout: float | None, llm_concurrency: int | None, llm_response_format: str | None,
         llm_prompt_dir: str | None, llm_cache_dir: str | None, llm_mode: str, llm_menu_size: int,
@@ -167,7 +174,13 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
     try:
         with ExitStack() as stack:
             proposer = None
-            if operator == "llm":
+            fallback = htn_fallback_for(
+                problem, operator, htn_fallback, base_url=llm_base_url, model=llm_model,
+                max_calls=llm_max_calls, timeout=llm_timeout, response_format=llm_response_format,
+                cache_dir=llm_cache_dir, seed=seed)
+            if fallback is not None:
+                stack.enter_context(fallback)
+            if operator == "llm" and fallback is None:
                 if not llm_base_url or not llm_model:
                     raise click.UsageError("--operator llm needs --llm-base-url and --llm-model")
                 settings: dict[str, Any] = {"max_calls": llm_max_calls, "timeout": llm_timeout,
@@ -180,6 +193,7 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
             outcome = run_search(
                 problem, options=options, fitnesses=fitnesses, weights=weight_list, out_dir=folder,
                 resume=resume_dir is not None, on_generation=progress, proposer=proposer,
+                htn_fallback=fallback,
                 proposer_share=llm_ratio if proposer is not None else 0.0,
                 extra_summary=(lambda: {"llm": proposer.usage_summary()}) if proposer is not None else None)
     except (KeyboardInterrupt, SystemError) as exc:
@@ -345,7 +359,7 @@ def generate_cmd(tools: int, seed: int, name: str | None, no_approval: bool, no_
                err=True)
 
 
-for command in (*REPORT_COMMANDS, bench):
+for command in (*REPORT_COMMANDS, bench, *HTN_COMMANDS):
     cli.add_command(command)
 
 

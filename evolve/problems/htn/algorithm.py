@@ -292,6 +292,9 @@ class HtnSearch:
         for r in records:
             if not r["accepted"]:
                 rejected[str(r["rejected"])] = rejected.get(str(r["rejected"]), 0) + 1
-        return {"asked": len(records), "accepted": sum(1 for r in records if r["accepted"]),
+        usage = getattr(self.fallback, "usage_summary", None)
+        return {"fallback": self.fallback.name if self.fallback is not None else None,
+                "asked": len(records), "accepted": sum(1 for r in records if r["accepted"]),
                 "rejected_by_reason": dict(sorted(rejected.items())),
-                "learned_methods": [m.name for m in self.learned.methods]}
+                "learned_methods": [m.name for m in self.learned.methods],
+                **({"llm": usage()} if callable(usage) else {})}

@@ -1,7 +1,7 @@
 """Checking a domain offline: does every world state its guards can tell apart have a plan?
 
 The states are built from the initial state by varying every key that a
-method's guard (or the goal's ``achieves``) tests over the values the guards
+method's guard tests over the values the guards
 compare it with, plus "unset" (and ``true`` for a ``has`` test): every
 combination when there are at most ``max_states`` of them, else a sample of
 that many drawn from ``seed``. For each, the planner must find a plan (no
@@ -48,9 +48,7 @@ class DomainReport:
 def dimensions(domain: Domain) -> dict[str, list[object]]:
     """Each key the guards test -> the values worth trying (UNSET first)."""
     values: dict[str, list[object]] = {}
-    tests = [a for m in domain.methods for a in atoms(m.pre)]
-    tests += [a for t in domain.tasks.values() for a in atoms(t.achieves)]
-    for atom in tests:
+    for atom in (a for m in domain.methods for a in atoms(m.pre)):
         options = values.setdefault(atom.key, [UNSET])
         value: object = atom.value if isinstance(atom, Eq) else True
         if not any(type(v) is type(value) and v == value for v in options if v is not UNSET):
