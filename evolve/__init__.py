@@ -1,5 +1,6 @@
 """evolve: evolutionary search for the best plan (a task graph) for a planning problem."""
 
+from evolve.execute.tools import ToolFailure
 from evolve.fitness.evaluation import Evaluation, evaluate_plan
 from evolve.model.errors import EvolveError, InputError
 from evolve.model.files import load_plan, plan_from_dict, problem_from_dict
@@ -42,6 +43,7 @@ __all__ = [
     "SearchResult",
     "Task",
     "Tool",
+    "ToolFailure",
     "apply_patch",
     "construct",
     "diff_plans",

@@ -19,6 +19,7 @@ import yaml
 from evolve import defaults
 from evolve.cli.bench import bench
 from evolve.cli.common import friendly
+from evolve.cli.execute import COMMANDS as EXECUTE_COMMANDS
 from evolve.cli.htn import COMMANDS as HTN_COMMANDS
 from evolve.cli.htn import FALLBACK_HELP as HTN_FALLBACK_HELP
 from evolve.cli.htn import FALLBACKS as HTN_FALLBACKS
@@ -359,7 +360,7 @@ def generate_cmd(tools: int, seed: int, name: str | None, no_approval: bool, no_
                err=True)
 
 
-for command in (*REPORT_COMMANDS, bench, *HTN_COMMANDS):
+for command in (*REPORT_COMMANDS, bench, *HTN_COMMANDS, *EXECUTE_COMMANDS):
     cli.add_command(command)
 
 

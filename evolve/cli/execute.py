@@ -1,0 +1,343 @@
+"""``evolve execute``: run a plan with real tools (or simulated ones), durably, replanning on the way.
+
+Exit status 0 when the goal is met, 1 when the run ends without it (the reason is named),
+2 for bad input (a file, a field or an option, in one line).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+import evolve.report as report_package
+from evolve import defaults
+from evolve.cli.common import EXIT_NO, EXIT_OK, friendly
+from evolve.execute.dispatch import Clock, DaskDispatcher, Dispatcher, WallClock
+from evolve.execute.executor import ExecuteOptions
+from evolve.execute.replan import ProposerReplanner, Replanner, SearchReplanner
+from evolve.execute.session import DispatcherFactory, read_run, resume_run, start_run
+from evolve.execute.simulate import parse_fail_rates
+from evolve.llm.factory import make_llm_operator
+from evolve.model.errors import EvolveError
+from evolve.model.files import load_plan
+from evolve.problems import load_problem
+from evolve.run.folder import new_run_dir
+
+
+def parse_facts(items: tuple[str, ...]) -> dict[str, Any]:
+    """``NAME=VALUE`` items; a value that reads as JSON is that JSON, else the text itself."""
+    facts: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--fact")
+        try:
+            facts[name.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            facts[name.strip()] = value
+    return facts
+
+
+@contextmanager
+def dispatcher_for(name: str, address: str | None) -> Iterator[DispatcherFactory | None]:
+    """The dispatcher factory of ``--dispatcher`` (``None``: the default, threads or the virtual
+    clock); a Dask client is closed, and a local cluster stopped, when the run ends."""
+    if name != "dask":
+        yield None
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise EvolveError("--dispatcher dask needs the dask extra: pip install 'evolve[dask]'") from None
+    with ExitStack() as stack:
+        if address is None:
+            cluster = stack.enter_context(
+                LocalCluster(  # type: ignore[no-untyped-call]
+                    n_workers=1,
+                    threads_per_worker=4,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                    processes=True,
+                )
+            )
+            client = stack.enter_context(Client(cluster))  # type: ignore[no-untyped-call]
+        else:
+            client = stack.enter_context(Client(address))  # type: ignore[no-untyped-call]
+
+        def factory(clock: Clock) -> Dispatcher:
+            if not isinstance(clock, WallClock):
+                raise EvolveError("--dispatcher dask runs real tools; it cannot be used with --simulate")
+            return DaskDispatcher(client, clock)
+
+        yield factory
+
+
+def progress(as_json: bool) -> Any:
+    def show(event: dict[str, Any]) -> None:
+        if as_json:
+            return
+        kind = event["event"]
+        at = f"{event.get('time', 0):>10.3f}"
+        if kind == "step.start":
+            text = f"{event['task']:<6} {event['tool']} (attempt {event['attempt']})"
+        elif kind == "step.end":
+            text = f"{event['task']:<6} {event['tool']} {event['status']}" + (
+                f": {event['reason']}" if event.get("reason") else ""
+            )
+        elif kind == "step.error":
+            text = f"{event['task']:<6} {event['tool']} {event['kind']}: {event['error']} -> {event['next']}"
+        elif kind == "plan.diff":
+            text = (
+                f"revision {event['revision']}: removed {', '.join(event['removed']) or '-'}; "
+                f"added {', '.join(event['added']) or '-'}; revised {', '.join(event['revised']) or '-'}"
+            )
+        elif kind == "plan.draft":
+            text = f"replanning ({event['replanner']}): {event['reason']}"
+        else:
+            return
+        click.echo(f"{at}  {text}", err=True)
+
+    return show
+
+
+@click.command(name="execute")
+@click.argument("plan_file", required=False, type=click.Path(dir_okay=False))
+@click.option(
+    "--problem",
+    "problem_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The problem the plan is for (its catalog, criteria and limits).",
+)
+@click.option(
+    "--tools",
+    "tools_spec",
+    default=None,
+    metavar="MODULE:ATTR",
+    help="A mapping of tool name to callable fn(inputs, call) (also FILE.py:ATTR); tools "
+    "it lacks come from evolve.tools entry points.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Run folder (default: a new folder under runs/).",
+)
+@click.option(
+    "--max-steps",
+    type=click.IntRange(min=1),
+    default=defaults.EXECUTE_MAX_STEPS,
+    show_default=True,
+    help="Step executions the run may spend: every tool call, retries and replans included.",
+)
+@click.option(
+    "--max-replans",
+    type=click.IntRange(min=0),
+    default=defaults.EXECUTE_MAX_REPLANS,
+    show_default=True,
+    help="Replans the run may spend.",
+)
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Continue the run in this folder where it stopped (nothing done is run again).",
+)
+@click.option(
+    "--simulate",
+    is_flag=True,
+    help="No real tools: each task takes its tool's duration on a virtual clock and returns "
+    "placeholder outputs.",
+)
+@click.option(
+    "--fail",
+    "fail_items",
+    multiple=True,
+    metavar="TOOL=RATE",
+    help="With --simulate: calls of TOOL fail (retryably) with this probability.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=defaults.SEED,
+    show_default=True,
+    help="Seeds the simulated failures and the replanning search.",
+)
+@click.option(
+    "--fact",
+    "fact_items",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="The value of an initial fact (JSON, or text); facts not given are null.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=defaults.EXECUTE_TIMEOUT,
+    show_default=True,
+    help="Seconds a call may take when its task names no timeout.",
+)
+@click.option(
+    "--replanner",
+    type=click.Choice(defaults.EXECUTE_REPLANNERS),
+    default="search",
+    show_default=True,
+    help="Who proposes the new plan when the run replans.",
+)
+@click.option(
+    "--replan-generations",
+    type=click.IntRange(min=0),
+    default=defaults.REPLAN_GENERATIONS,
+    show_default=True,
+    help="Generations of the replanning search.",
+)
+@click.option("--llm-base-url", default=None, help="With --replanner llm: an OpenAI-compatible endpoint.")
+@click.option("--llm-model", default=None, help="With --replanner llm: the model name.")
+@click.option(
+    "--dispatcher",
+    "dispatcher_name",
+    type=click.Choice(defaults.EXECUTE_DISPATCHERS),
+    default="local",
+    show_default=True,
+    help="Where tool calls run: threads of this process, or a Dask cluster.",
+)
+@click.option(
+    "--scheduler-address",
+    default=None,
+    help="With --dispatcher dask: a running scheduler (default: a local cluster on 127.0.0.1).",
+)
+@click.option("--no-report", is_flag=True, help="Do not write report.html.")
+@click.option("--json", "as_json", is_flag=True, help="Print outcome.json.")
+@friendly
+def execute(
+    plan_file: str | None,
+    problem_file: str | None,
+    tools_spec: str | None,
+    out_dir: str | None,
+    max_steps: int,
+    max_replans: int,
+    resume_dir: str | None,
+    simulate: bool,
+    fail_items: tuple[str, ...],
+    seed: int,
+    fact_items: tuple[str, ...],
+    timeout: float,
+    replanner: str,
+    replan_generations: int,
+    llm_base_url: str | None,
+    llm_model: str | None,
+    dispatcher_name: str,
+    scheduler_address: str | None,
+    no_report: bool,
+    as_json: bool,
+) -> None:
+    """Run PLAN_FILE (or continue a run with --resume DIR).
+
+    Ready tasks run as their inputs become known, at most max_parallel at once, longest
+    remaining path first; every call is journaled (journal.sqlite) before it is made and its
+    result committed after, so a run killed anywhere continues with --resume and makes no write
+    twice. A failure under on_failure: replan, or an assumes that turns out false, replans through
+    the search. The run folder holds journal.sqlite, events.jsonl, outcome.json and report.html.
+    """
+    with ExitStack() as stack:
+        proposer_replanner: Replanner
+        if replanner == "llm":
+            if not llm_base_url or not llm_model:
+                raise click.UsageError("--replanner llm needs --llm-base-url and --llm-model")
+            proposer_replanner = ProposerReplanner(
+                stack.enter_context(make_llm_operator(llm_base_url, llm_model))
+            )
+        else:
+            proposer_replanner = SearchReplanner(generations=replan_generations)
+        factory = stack.enter_context(dispatcher_for(dispatcher_name, scheduler_address))
+        show = progress(as_json)
+        if resume_dir is not None:
+            if plan_file is not None or problem_file is not None or simulate or fail_items or fact_items:
+                raise click.UsageError(
+                    "--resume DIR takes the plan, problem, tools and options from the run's "
+                    "journal: give no PLAN_FILE, --problem, --simulate, --fail or --fact"
+                )
+            folder = Path(resume_dir)
+            read_run(folder)[0].close()
+            executor = resume_run(folder, replanner=proposer_replanner, dispatcher=factory, on_event=show)
+        else:
+            if plan_file is None or problem_file is None:
+                raise click.UsageError("give PLAN_FILE and --problem PROBLEM (or --resume DIR)")
+            if not simulate and tools_spec is None:
+                raise click.UsageError("give --tools MODULE:ATTR (or --simulate for a dry run)")
+            problem = load_problem(problem_file)
+            plan = load_plan(plan_file)
+            options = ExecuteOptions(max_steps=max_steps, max_replans=max_replans, seed=seed, timeout=timeout)
+            folder = Path(out_dir) if out_dir is not None else new_run_dir()
+            facts = parse_facts(fact_items)
+            unset = [f for f in problem.initial if f not in facts]
+            if unset and not as_json:
+                click.echo(f"note: initial facts without a value (null): {', '.join(unset)}", err=True)
+            executor = start_run(
+                problem,
+                plan,
+                folder,
+                plan_source=plan_file,
+                tools_spec=tools_spec,
+                simulate=simulate,
+                fail_rates=parse_fail_rates(fail_items, problem),
+                facts=facts,
+                options=options,
+                replanner=proposer_replanner,
+                replanner_name=replanner,
+                dispatcher=factory,
+                dispatcher_name=dispatcher_name,
+                on_event=show,
+            )
+        outcome = executor.run()
+    written = ["journal.sqlite", "events.jsonl", "outcome.json"]
+    writer = getattr(report_package, "write_execution_report", None)
+    if writer is not None and not no_report:
+        try:
+            written.append(Path(writer(folder)).name)
+        except EvolveError as exc:
+            click.echo(f"warning: the run is over but its report failed: {exc}", err=True)
+    if as_json:
+        click.echo(json.dumps({**outcome, "out": str(folder)}, indent=2, default=str))
+    else:
+        click.echo(summary(outcome))
+        click.echo(f"written to {folder}/ ({', '.join(written)})")
+    sys.exit(EXIT_OK if outcome["status"] == "completed" else EXIT_NO)
+
+
+def summary(outcome: dict[str, Any]) -> str:
+    """The outcome in a few lines: status and reason, each task's fate, the revisions."""
+    rows = [
+        f"{outcome['status']}: {outcome['reason']} ({outcome['message']})",
+        f"steps {outcome['steps']}/{outcome['max_steps']}, replans {outcome['replans']}/"
+        f"{outcome['max_replans']}, calls by risk: "
+        + ", ".join(f"{k} {v}" for k, v in outcome["calls_by_risk"].items())
+        + f", writes reconciled {outcome['reconciled']}",
+    ]
+    for tid, task in outcome["tasks"].items():
+        when = (
+            f"{task['start']:.3f}-{task['finish']:.3f}"
+            if task["start"] is not None and task["finish"] is not None
+            else ""
+        )
+        rows.append(
+            f"  {tid:<6} {task['tool']:<28} {task['status']:<11} {when}"
+            + (f"  {task['error']}" if task["error"] else "")
+        )
+    for diff in outcome["revisions"]:
+        rows.append(
+            f"  revision {diff['revision']}: -{','.join(diff['removed']) or '0'} "
+            f"+{','.join(diff['added']) or '0'} ~{','.join(diff['revised']) or '0'}  ({diff['reason']})"
+        )
+    return "\n".join(rows)
+
+
+COMMANDS = (execute,)

@@ -1,0 +1,120 @@
+"""What a run of a plan came to: ``outcome.json``, and the PlanDiff of every revision.
+
+Everything here is read from the journal, so an outcome written after a crash and a resume is
+the outcome of the whole run, not of its last session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from evolve.execute.journal import Journal
+from evolve.model.problem import Problem
+
+REASONS = (
+    "goal_met",
+    "task_failed",
+    "goal_unreachable",
+    "step_budget",
+    "replan_budget",
+    "no_plan",
+    "loop_detected",
+)
+"""Why a run ended. ``goal_met`` is the one success; ``task_failed``: a task failed for good under
+``fail_plan`` (or ``retry`` with its retries spent); ``goal_unreachable``: nothing is left to run
+and a criterion was not made (e.g. its producer was skipped); ``step_budget`` / ``replan_budget``:
+``--max-steps`` / ``--max-replans`` spent; ``no_plan``: the replanner found no valid, complete
+plan; ``loop_detected``: the replanner proposed a plan it had proposed before."""
+
+
+@dataclass(frozen=True)
+class PlanDiff:
+    """One revision of the plan: what it removed (invalidated), added and revised, and why."""
+
+    revision: int
+    removed: tuple[str, ...]
+    added: tuple[str, ...]
+    revised: tuple[str, ...]
+    reason: str
+
+    @classmethod
+    def of(cls, revision: int, patch: Mapping[str, Any], reason: str) -> PlanDiff:
+        return cls(
+            revision=revision,
+            removed=tuple(patch.get("invalidate", ())),
+            added=tuple(t["id"] for t in patch.get("add", ())),
+            revised=tuple(u["id"] for u in patch.get("update", ())),
+            reason=reason,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "revision": self.revision,
+            "removed": list(self.removed),
+            "added": list(self.added),
+            "revised": list(self.revised),
+            "reason": self.reason,
+        }
+
+
+def build_outcome(
+    journal: Journal,
+    problem: Problem,
+    *,
+    status: str,
+    reason: str,
+    message: str,
+    criteria: Mapping[str, str | None],
+    plan: dict[str, Any],
+    elapsed: float,
+    replans_tried: int,
+) -> dict[str, Any]:
+    """``outcome.json``'s content (see the README's *Running a plan*)."""
+    meta = journal.meta()
+    rows = journal.tasks()
+    calls = journal.calls()
+    revisions = journal.revisions()
+    by_risk = {"read": 0, "write": 0, "approval": 0}
+    for call in calls:
+        by_risk[call.risk] = by_risk.get(call.risk, 0) + 1
+    diffs = [PlanDiff.of(r.revision, r.patch or {}, r.reason or "").to_dict() for r in revisions[1:]]
+    options = meta.get("options", {})
+    return {
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "steps": len(calls) + replans_tried,
+        "replans": replans_tried,
+        "max_steps": options.get("max_steps"),
+        "max_replans": options.get("max_replans"),
+        "revisions": diffs,
+        "calls_by_risk": by_risk,
+        "calls": len(calls),
+        "reconciled": sum(1 for c in calls if c.status == "reconciled"),
+        "unknown": sorted(r.task_id for r in rows.values() if r.status == "unknown"),
+        "criteria": dict(criteria),
+        "tasks": {
+            r.task_id: {
+                "tool": r.tool,
+                "risk": r.risk,
+                "status": r.status,
+                "revision": r.revision,
+                "attempts": r.attempts,
+                "start": r.started,
+                "finish": r.finished,
+                "planned_start": r.planned_start,
+                "planned_finish": r.planned_finish,
+                "error": r.error,
+            }
+            for r in rows.values()
+        },
+        "plan": plan,
+        "excluded_tools": meta.get("excluded", []),
+        "simulate": bool(meta.get("simulate")),
+        "seed": options.get("seed"),
+        "clock": "virtual" if meta.get("simulate") else "wall",
+        "elapsed": round(elapsed, 6),
+        "problem": problem.name,
+    }

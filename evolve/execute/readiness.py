@@ -1,0 +1,114 @@
+"""When a task may run: the readiness truth table, as data.
+
+A pending task's fate depends on three things: what its upstream tasks have become, what its
+``when`` condition says, and, when an upstream task failed for good, that task's ``on_failure``.
+The answer is one of four decisions: ``ready`` (dispatch it), ``skip`` (it will not run, and it
+counts as satisfied for its dependents), ``fail`` (it cannot run: it fails for good without a
+call) or ``wait``. :data:`RULES` is the whole table in a few rows (first match wins, ``*`` matches
+anything); :data:`TABLE` is its expansion over every combination, which the tests walk.
+
+Upstream states, aggregated over the task's deps (the worst wins):
+
+- ``failed``: some dep ended without its outputs (failed for good, or a write left ``unknown``);
+  this dominates a sibling still running, because the task can never run in this revision;
+- ``waiting``: some dep is pending, running or waiting for a retry;
+- ``done``: every dep is done or skipped (also: no deps at all).
+
+The ``when`` column is only read when upstream is ``done`` (a condition reads its deps' outputs):
+``absent``, ``true``, ``false``, ``unknown`` (it reads an output a skipped task never made) or
+``error`` (a type error, e.g. ``'abc' > 1``). The policy column is the on_failure of the failed
+dep (the most severe when several failed: ``fail_plan``/``retry``, then ``replan``, then
+``skip_dependents``), and ``none`` when no dep failed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from typing import Final, Literal
+
+Upstream = Literal["done", "waiting", "failed"]
+When = Literal["absent", "true", "false", "unknown", "error"]
+Policy = Literal["none", "retry", "fail_plan", "skip_dependents", "replan"]
+Decision = Literal["ready", "skip", "fail", "wait"]
+
+UPSTREAM: Final[tuple[Upstream, ...]] = ("done", "waiting", "failed")
+WHEN: Final[tuple[When, ...]] = ("absent", "true", "false", "unknown", "error")
+POLICIES: Final[tuple[Policy, ...]] = ("none", "retry", "fail_plan", "skip_dependents", "replan")
+DECISIONS: Final[tuple[Decision, ...]] = ("ready", "skip", "fail", "wait")
+
+RULES: Final[tuple[tuple[str, str, str, Decision], ...]] = (
+    # upstream   when       policy of the failed dep   decision
+    ("failed", "*", "fail_plan", "fail"),  # the run is ending: this task never runs
+    ("failed", "*", "retry", "fail"),  # retries ran out: as fail_plan
+    ("failed", "*", "replan", "wait"),  # the replan decides what becomes of it
+    ("failed", "*", "skip_dependents", "skip"),
+    ("waiting", "*", "*", "wait"),  # fan-in: one sibling still running
+    ("done", "absent", "*", "ready"),
+    ("done", "true", "*", "ready"),
+    ("done", "false", "*", "skip"),
+    ("done", "unknown", "*", "skip"),  # it reads what a skipped task never made
+    ("done", "error", "*", "fail"),  # the condition itself is broken
+)
+"""The readiness truth table in rows; :data:`TABLE` expands it."""
+
+SEVERITY: Final[dict[Policy, int]] = {
+    "none": 0,
+    "skip_dependents": 1,
+    "replan": 2,
+    "retry": 3,
+    "fail_plan": 3,
+}
+"""Which failed dep's policy speaks for the task when several failed: the most severe."""
+
+
+def combinations() -> Iterable[tuple[Upstream, When, Policy]]:
+    """Every meaningful row key: a policy exactly when some dep failed."""
+    for upstream, when, policy in itertools.product(UPSTREAM, WHEN, POLICIES):
+        if (upstream == "failed") == (policy != "none"):
+            yield upstream, when, policy
+
+
+def expand(rules: Iterable[tuple[str, str, str, Decision]]) -> dict[tuple[Upstream, When, Policy], Decision]:
+    """The table over :func:`combinations`, each from its first matching rule; a combination no
+    rule matches is a hole in the table and raises."""
+    rows = list(rules)
+    table: dict[tuple[Upstream, When, Policy], Decision] = {}
+    for key in combinations():
+        for *pattern, decision in rows:
+            if all(p in ("*", k) for p, k in zip(pattern, key)):
+                table[key] = decision
+                break
+        else:
+            raise ValueError(f"the readiness table has no row for {key}")
+    return table
+
+
+TABLE: Final = expand(RULES)
+
+
+def aggregate(dep_states: Iterable[tuple[str, Policy]]) -> tuple[Upstream, Policy]:
+    """The upstream column and policy for deps given as ``(status, on_failure)`` pairs.
+
+    Statuses are the journal's: ``done`` and ``skipped`` satisfy; ``failed`` and ``unknown``
+    ended without outputs; anything else (``pending``, ``dispatched``) is still to come.
+    An ``invalidated`` dep never runs: the patch that invalidated it rewired its dependents,
+    so meeting one here is a bug, and it is treated as still to come.
+    """
+    upstream: Upstream = "done"
+    policy: Policy = "none"
+    for status, on_failure in dep_states:
+        if status in ("done", "skipped"):
+            continue
+        if status in ("failed", "unknown"):
+            upstream = "failed"
+            if SEVERITY[on_failure] > SEVERITY[policy]:
+                policy = on_failure
+        elif upstream != "failed":
+            upstream = "waiting"
+    return upstream, policy
+
+
+def decide(upstream: Upstream, when: When, policy: Policy) -> Decision:
+    """The table's decision for one pending task."""
+    return TABLE[(upstream, when, policy)]

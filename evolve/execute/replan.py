@@ -1,0 +1,357 @@
+"""Replanning: the search, run again on the problem as it now stands, and its plan as a patch.
+
+When a task fails under ``on_failure: replan`` or an ``assumes`` turns out false, what is known
+has changed: the outputs of done tasks are facts now, and a tool that failed for good (or whose
+premise was wrong) is no longer to be used in this run. :func:`situation` states that problem;
+a :class:`Replanner` proposes a plan for it (the plan search, or the LLM operator); and
+:func:`translate` turns the proposal back into the run's terms, as a patch of the live plan:
+``invalidate`` the pending tasks it no longer needs, ``add`` new ones, ``update`` kept ones
+whose deps moved. Done tasks keep their outputs; invalidated tasks stay in the journal and
+never run. The executor then checks the patched plan with the validator like any plan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from evolve import defaults
+from evolve.fitness.builtin import DEFAULT_OBJECTIVES
+from evolve.fitness.evaluation import evaluate_plan
+from evolve.fitness.registry import resolve_all
+from evolve.model.graph import topological_order
+from evolve.model.patch import renamed
+from evolve.model.plan import Plan, Task, parse_ref
+from evolve.model.problem import Limits, Problem
+from evolve.model.validate import produced_by
+from evolve.problems import default_operators
+from evolve.run.folder import run_search
+from evolve.search.algorithm import Candidate
+from evolve.search.loop import ProposalContext, Proposer
+from evolve.search.options import SearchOptions
+from evolve.search.ranking import Ranking
+
+FINAL = ("done", "skipped", "failed", "unknown")
+"""Statuses a task keeps whatever the patch: they happened."""
+
+
+@dataclass(frozen=True)
+class Situation:
+    """The problem as it now stands, and what the run knows.
+
+    ``producers`` maps each fact a done task made to that task (the first one, in plan order);
+    ``current`` is the live plan's pending part in ``problem``'s terms (reads of done tasks'
+    outputs become ``$fact``), the parent an LLM replanner edits.
+    """
+
+    problem: Problem
+    producers: Mapping[str, str]
+    current: Plan
+    excluded: tuple[str, ...]
+    reason: str
+    given: frozenset[str] = frozenset()
+    """The facts initial before the run began."""
+
+
+def made_facts(problem: Problem, task: Task, outputs: Mapping[str, Any] | None) -> list[str]:
+    """The facts a done task made: those it declares (or its tool's) that it returned."""
+    declared = produced_by(problem, task) or ()
+    return [fact for fact in declared if outputs is not None and fact in outputs]
+
+
+def situation(
+    problem: Problem,
+    live: Plan,
+    status: Mapping[str, str],
+    outputs: Mapping[str, Mapping[str, Any]],
+    excluded: Iterable[str],
+    reason: str,
+) -> Situation:
+    producers: dict[str, str] = {}
+    for task in live.tasks:
+        if status.get(task.id) == "done":
+            for fact in made_facts(problem, task, outputs.get(task.id)):
+                producers.setdefault(fact, task.id)
+    known = [f for f in producers if f not in problem.initial_set()]
+    excluded_set = set(excluded)
+    kept = sum(1 for t in live.tasks if status.get(t.id) in FINAL)
+    max_tasks = problem.limits.max_tasks
+    limits = Limits(
+        max_parallel=problem.limits.max_parallel,
+        max_tasks=None if max_tasks is None else max(1, max_tasks - kept),
+    )
+    now = Problem(
+        tools={name: tool for name, tool in problem.tools.items() if name not in excluded_set},
+        initial=(*problem.initial, *known),
+        criteria=tuple(c for c in problem.criteria if c not in producers and c not in problem.initial_set()),
+        scopes=problem.scopes,
+        limits=limits,
+        resources=dict(problem.resources),
+        policy=problem.policy,
+        template=None,
+        name=problem.name,
+        objective=problem.objective,
+    )
+    current = []
+    for task in live.tasks:
+        if status.get(task.id) != "pending":
+            continue
+        inputs = {}
+        for key, value in task.inputs.items():
+            ref = parse_ref(value)
+            inputs[key] = (
+                f"${ref.fact}"
+                if ref is not None and ref.task is not None and status.get(ref.task) == "done"
+                else value
+            )
+        deps = tuple(d for d in task.deps if status.get(d) == "pending")
+        current.append(
+            Task(
+                id=task.id,
+                tool=task.tool,
+                deps=deps,
+                inputs=inputs,
+                outputs=task.outputs,
+                idempotency_key=task.idempotency_key,
+                name=task.name,
+            )
+        )
+    return Situation(
+        problem=now,
+        producers=producers,
+        current=Plan(tasks=tuple(current)),
+        excluded=tuple(sorted(excluded_set)),
+        reason=reason,
+        given=problem.initial_set(),
+    )
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A replanner's answer: a plan in the situation's terms, and where its evidence is."""
+
+    plan: Plan
+    source: str
+    folder: str | None = None
+    note: str = ""
+
+
+class Replanner(Protocol):
+    name: str
+
+    def propose(self, situation: Situation, revision: int, seed: int, folder: Path) -> Proposal | None:
+        """A plan that is valid and complete for ``situation.problem``, or ``None`` if none was found."""
+
+
+class SearchReplanner:
+    """The plan search (``evolve run``'s engine) on the problem as it now stands; its run folder
+    is kept under the execution's folder (``replans/r<revision>/``) as the evidence."""
+
+    name = "search"
+
+    def __init__(
+        self,
+        generations: int = defaults.REPLAN_GENERATIONS,
+        population: int = defaults.POPULATION,
+        keep: int = defaults.KEEP,
+    ) -> None:
+        self.generations = generations
+        self.population = population
+        self.keep = keep
+
+    def propose(self, situation: Situation, revision: int, seed: int, folder: Path) -> Proposal | None:
+        if not situation.problem.criteria:
+            return Proposal(plan=Plan(), source=self.name, note="every criterion is already made")
+        options = SearchOptions(
+            generations=self.generations, population=self.population, keep=self.keep, seed=seed, jobs=1
+        )
+        outcome = run_search(situation.problem, options=options, out_dir=folder)
+        best = outcome.result.best
+        if not best.evaluation.feasible:
+            return None
+        return Proposal(
+            plan=best.plan,
+            source=self.name,
+            folder=str(folder),
+            note=f"{len(best.plan.tasks)} tasks, {outcome.result.evaluations} evaluations",
+        )
+
+
+class ProposerReplanner:
+    """A search :class:`~evolve.search.loop.Proposer` (the LLM operator) as the replanner: it is
+    shown the pending part of the plan as its parent, and its reply is the same untrusted patch
+    as during search; a child that is not valid and complete is no plan."""
+
+    def __init__(self, proposer: Proposer) -> None:
+        self.proposer = proposer
+        self.name = proposer.name
+
+    def propose(self, situation: Situation, revision: int, seed: int, folder: Path) -> Proposal | None:
+        problem = situation.problem
+        if not problem.criteria:
+            return Proposal(plan=Plan(), source=self.name, note="every criterion is already made")
+        fitnesses = resolve_all(DEFAULT_OBJECTIVES)
+        parent = Candidate(
+            id="current",
+            plan=situation.current,
+            hash="",
+            generation=revision,
+            evaluation=evaluate_plan(problem, situation.current, fitnesses),
+        )
+        context = ProposalContext(
+            ranking=Ranking.of(fitnesses, None),
+            operators=default_operators(problem),
+            evaluate=lambda plans: [evaluate_plan(problem, p, fitnesses) for p in plans],
+        )
+        children = self.proposer.propose(problem, [parent], [0], revision, seed, context)
+        child = children[0].plan if children else None
+        if child is None:
+            return None
+        if not evaluate_plan(problem, child, fitnesses).feasible:
+            return None
+        return Proposal(plan=child, source=self.name, note=str(children[0].meta.get("reason", "")))
+
+
+@dataclass(frozen=True)
+class Patch:
+    """The patch of the live plan, and the live plan it makes."""
+
+    invalidate: tuple[str, ...]
+    added: tuple[Task, ...]
+    updated: tuple[Task, ...]
+    plan: Plan
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "invalidate": list(self.invalidate),
+            "add": [t.to_dict() for t in self.added],
+            "update": [{"id": t.id, "deps": list(t.deps)} for t in self.updated],
+        }
+
+
+def fresh_ids(taken: Iterable[str]) -> Iterable[str]:
+    """``t<n>`` ids above every numbered id ever used in the run."""
+    highest = 0
+    for tid in taken:
+        if tid.startswith("t") and tid[1:].isdigit():
+            highest = max(highest, int(tid[1:]))
+    while True:
+        highest += 1
+        yield f"t{highest}"
+
+
+def translate(
+    situation: Situation,
+    proposal: Plan,
+    live: Plan,
+    status: Mapping[str, str],
+    taken: Iterable[str],
+    revision: int,
+) -> Patch:
+    """``proposal`` (in the situation's terms) as a patch of ``live``.
+
+    A read of a fact a done task made becomes a read of that task (and a dep on it); a proposed
+    task that repeats a pending one (same tool, same inputs once translated) keeps the pending
+    task's id and keys (its ``when``, ``assumes``, ``on_failure``); every other gets a fresh id,
+    and a write whose idempotency key an earlier task of the run holds gets a key of its own.
+    """
+    taken = set(taken) | set(live.by_id())
+    ids = iter(fresh_ids(taken))
+    pending = [t for t in live.tasks if status.get(t.id) == "pending"]
+    used_keys = {t.idempotency_key for t in live.tasks if t.idempotency_key}
+    by_id = proposal.by_id()
+    mapping: dict[str, str] = {}
+    reused: dict[str, tuple[str, ...]] = {}
+    added: list[Task] = []
+    for pid in topological_order(proposal.dependency_map()):
+        task = by_id[pid]
+        inputs: dict[str, Any] = {}
+        deps: list[str] = []
+        for key, value in task.inputs.items():
+            ref = parse_ref(value)
+            if (
+                ref is not None
+                and ref.task is None
+                and ref.fact in situation.producers
+                and ref.fact not in situation.given
+            ):
+                producer = situation.producers[ref.fact]
+                inputs[key] = f"${producer}.{ref.fact}"
+                deps.append(producer)
+            elif ref is not None and ref.task is not None:
+                inputs[key] = f"${mapping.get(ref.task, ref.task)}.{ref.fact}"
+            else:
+                inputs[key] = value
+        deps.extend(mapping.get(d, d) for d in task.deps)
+        deps = list(dict.fromkeys(deps))
+        match = next(
+            (t for t in pending if t.id not in reused and t.tool == task.tool and dict(t.inputs) == inputs),
+            None,
+        )
+        if match is not None:
+            mapping[pid] = match.id
+            reused[match.id] = tuple(deps)
+            continue
+        new_id = next(ids)
+        mapping[pid] = new_id
+        wkey: str | None = task.idempotency_key
+        if wkey is not None and wkey in used_keys:
+            wkey = f"{wkey}@r{revision}"
+        if wkey is not None:
+            used_keys.add(wkey)
+        moved = renamed(task, {pid: new_id})
+        added.append(replace(moved, id=new_id, deps=tuple(deps), inputs=inputs, idempotency_key=wkey))
+    invalidate = tuple(t.id for t in pending if t.id not in reused)
+    gone = set(invalidate)
+    updated: list[Task] = []
+    tasks: list[Task] = []
+    for task in live.tasks:
+        if task.id in gone:
+            continue
+        if task.id in reused:
+            kept = tuple(dict.fromkeys([*reused[task.id], *(d for d in task.deps if d not in gone)]))
+            if set(kept) != set(task.deps):
+                task = replace(task, deps=kept)
+                updated.append(task)
+        tasks.append(task)
+    tasks.extend(added)
+    return Patch(
+        invalidate=invalidate, added=tuple(added), updated=tuple(updated), plan=Plan(tasks=tuple(tasks))
+    )
+
+
+def signature(plan: Plan, status: Mapping[str, str]) -> str:
+    """What the pending part of a plan proposes, independent of task ids: the same failing plan
+    proposed twice has the same signature (reads of final tasks name them; reads of pending
+    tasks name their tools)."""
+    tasks = plan.by_id()
+
+    def describe(value: Any) -> Any:
+        ref = parse_ref(value)
+        if ref is None or ref.task is None or ref.task not in tasks:
+            return value
+        if status.get(ref.task, "pending") in FINAL:
+            return f"${ref.task}.{ref.fact}"
+        return f"${tasks[ref.task].tool}.{ref.fact}"
+
+    rows = sorted(
+        json.dumps([t.tool, sorted((k, describe(v)) for k, v in t.inputs.items())], default=str)
+        for t in plan.tasks
+        if status.get(t.id, "pending") == "pending"
+    )
+    return hashlib.blake2b("\n".join(rows).encode(), digest_size=12).hexdigest()
+
+
+def pending_plan(plan: Plan, status: Mapping[str, str]) -> Plan:
+    """The tasks still to run, deps among themselves (what the planned schedule and the
+    longest-remaining-path order are computed on)."""
+    live = {t.id for t in plan.tasks if status.get(t.id, "pending") == "pending"}
+    return Plan(
+        tasks=tuple(
+            replace(t, deps=tuple(d for d in t.deps if d in live)) for t in plan.tasks if t.id in live
+        )
+    )

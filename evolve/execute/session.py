@@ -1,0 +1,193 @@
+"""Starting and resuming a run of a plan: the checks, the run folder, the journal's record of it.
+
+A new run checks everything before it calls anything: the plan against the validator, a
+callable for every tool the plan uses (or ``--simulate``), the fail rates, the facts. What
+the run is (the problem, the options, the tools spec, simulate or not) goes into the journal,
+so ``--resume DIR`` needs nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from evolve.execute.dispatch import (
+    Clock,
+    Dispatcher,
+    LocalDispatcher,
+    SimulatedDispatcher,
+    VirtualClock,
+    WallClock,
+)
+from evolve.execute.executor import ExecuteOptions, Executor, Hook
+from evolve.execute.journal import Journal, JournalError
+from evolve.execute.replan import Replanner
+from evolve.execute.simulate import simulated_tools
+from evolve.execute.tools import ToolError, ToolFn, load_tools
+from evolve.model.errors import EvolveError
+from evolve.model.files import problem_from_dict, problem_to_dict
+from evolve.model.plan import Plan
+from evolve.model.problem import Problem
+from evolve.model.validate import validate
+
+JOURNAL = "journal.sqlite"
+
+DispatcherFactory = Callable[[Clock], Dispatcher]
+"""Makes the dispatcher for a run given its clock (the CLI passes one for Dask)."""
+
+
+def tool_table(
+    problem: Problem, plan: Plan, spec: str | None, simulate: bool, fail_rates: Mapping[str, float], seed: int
+) -> dict[str, ToolFn]:
+    """The callables a run uses: stand-ins under simulate, else what ``spec`` and the
+    ``evolve.tools`` entry points provide for the catalog (a tool the plan uses must be there)."""
+    if simulate:
+        return simulated_tools(problem, fail_rates, seed)
+    table = load_tools(spec, problem.tools)
+    missing = sorted({t.tool for t in plan.tasks if t.tool not in table})
+    if missing:
+        where = f"--tools {spec}" if spec else "no --tools given"
+        raise ToolError(f"{where}: no callable for {', '.join(missing)} (and no evolve.tools entry point)")
+    return table
+
+
+def clock_for(simulate: bool, offset: float) -> Clock:
+    return VirtualClock(offset) if simulate else WallClock(offset)
+
+
+def default_dispatcher(clock: Clock) -> Dispatcher:
+    if isinstance(clock, VirtualClock):
+        return SimulatedDispatcher(clock)
+    assert isinstance(clock, WallClock)
+    return LocalDispatcher(clock)
+
+
+def start_run(
+    problem: Problem,
+    plan: Plan,
+    out_dir: Path,
+    *,
+    plan_source: str,
+    tools_spec: str | None,
+    simulate: bool = False,
+    fail_rates: Mapping[str, float] | None = None,
+    facts: Mapping[str, Any] | None = None,
+    options: ExecuteOptions | None = None,
+    replanner: Replanner | None = None,
+    replanner_name: str = "search",
+    dispatcher: DispatcherFactory | None = None,
+    dispatcher_name: str = "local",
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    hook: Hook | None = None,
+) -> Executor:
+    """A new run of ``plan`` in ``out_dir`` (which must not hold a journal yet)."""
+    errors = validate(problem, plan)
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise EvolveError(f"{plan_source}: the plan is not valid: {errors[0]}{more}")
+    rates = dict(fail_rates or {})
+    if rates and not simulate:
+        raise EvolveError("--fail needs --simulate (it sets the failure rates of simulated tools)")
+    unknown_facts = sorted(set(facts or {}) - problem.initial_set())
+    if unknown_facts:
+        raise EvolveError(
+            f"--fact {unknown_facts[0]}: not an initial fact of the problem "
+            f"({', '.join(problem.initial) or 'none'})"
+        )
+    options = options or ExecuteOptions()
+    tools = tool_table(problem, plan, tools_spec, simulate, rates, options.seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / JOURNAL
+    if path.exists():
+        raise EvolveError(f"{out_dir}: already holds a run (continue it with --resume {out_dir})")
+    journal = Journal(path)
+    (out_dir / "problem.json").write_text(_dump(problem_to_dict(problem)))
+    (out_dir / "plan.json").write_text(_dump(plan.to_dict()))
+    clock = clock_for(simulate, 0.0)
+    meta = {
+        "problem": problem_to_dict(problem),
+        "plan_source": plan_source,
+        "tools": tools_spec,
+        "simulate": simulate,
+        "fail": rates,
+        "facts": dict(facts or {}),
+        "options": options.to_dict(),
+        "dispatcher": dispatcher_name,
+        "replanner": replanner_name,
+    }
+    return Executor.start(
+        problem,
+        plan,
+        journal,
+        meta,
+        tools=tools,
+        dispatcher=(dispatcher or default_dispatcher)(clock),
+        options=options,
+        replanner=replanner,
+        facts=facts or {},
+        run_dir=out_dir,
+        simulate=simulate,
+        on_event=on_event,
+        hook=hook,
+    )
+
+
+def read_run(run_dir: Path) -> tuple[Journal, dict[str, Any], Problem]:
+    """The journal of ``run_dir``, its record of the run, and the problem (data only)."""
+    path = run_dir / JOURNAL
+    if not path.is_file():
+        raise JournalError(f"{run_dir}: no {JOURNAL} (not a run folder of evolve execute)")
+    journal = Journal(path)
+    meta = journal.meta()
+    if "problem" not in meta or "options" not in meta:
+        raise JournalError(f"{path}: the run never started (no record of its problem); start it again")
+    return journal, meta, problem_from_dict(meta["problem"], str(path))
+
+
+def resume_run(
+    run_dir: Path,
+    *,
+    replanner: Replanner | None = None,
+    dispatcher: DispatcherFactory | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    hook: Hook | None = None,
+) -> Executor:
+    """The run in ``run_dir``, continued where it stopped."""
+    journal, meta, problem = read_run(run_dir)
+    try:
+        options = ExecuteOptions(**meta["options"])
+    except TypeError as exc:
+        raise JournalError(f"{run_dir / JOURNAL}: options not understood ({exc})") from None
+    simulate = bool(meta.get("simulate"))
+    revisions = journal.revisions()
+    plan_tools = {task["tool"] for rev in revisions for task in rev.plan.get("tasks", [])}
+    if simulate:
+        tools = simulated_tools(problem, meta.get("fail") or {}, options.seed)
+    else:
+        tools = load_tools(meta.get("tools"), problem.tools)
+        missing = sorted(t for t in plan_tools if t not in tools)
+        if missing:
+            raise ToolError(f"--tools {meta.get('tools')}: no callable for {', '.join(missing)}")
+    events = journal.events()
+    offset = float(events[-1].get("time", 0.0)) if events else 0.0
+    clock = clock_for(simulate, offset)
+    make = dispatcher or default_dispatcher
+    return Executor.resume(
+        problem,
+        journal,
+        tools=tools,
+        dispatcher=make(clock),
+        options=options,
+        replanner=replanner,
+        facts=meta.get("facts") or {},
+        run_dir=run_dir,
+        simulate=simulate,
+        on_event=on_event,
+        hook=hook,
+    )
+
+
+def _dump(data: Any) -> str:
+    return json.dumps(data, indent=2, default=str) + "\n"
