@@ -125,7 +125,7 @@ MALFORMED: list[tuple[Any, str, str]] = [
     ({"add": {"id": "t3"}}, "add", "list of tasks"),
     ({"add": [{"id": "t3"}]}, "add[0].tool", "missing"),
     ({"add": [{"id": "t1", "tool": "x"}]}, "add[0].id", "already exists"),
-    ({"add": [{"id": "t.3", "tool": "x"}]}, "add[0].id", "may not contain"),
+    ({"add": [{"id": "t.3", "tool": "x"}]}, "add[0].id", "is not a valid name"),
     ({"priority": [1, 2]}, "priority[0]", "non-empty string"),
 ]
 

@@ -138,19 +138,19 @@ class Reader:
 
     def number(self, value: object, path: str, minimum: float = 0.0) -> float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if ok and isinstance(value, int):
-            ok = abs(value) <= MAX_NUMBER
-        if not ok or not math.isfinite(cast(float, value)) or cast(float, value) < minimum \
-                or cast(float, value) > MAX_NUMBER:
-            raise self.fail(path, f"expected a number between {minimum:g} and {MAX_NUMBER:g}, "
-                                  f"got {describe(value)}")
+        if ok and isinstance(value, int) and abs(value) > MAX_NUMBER:
+            raise self.fail(path, f"expected a number <= {MAX_NUMBER:g}, got {describe(value)}")
+        if not ok or not math.isfinite(cast(float, value)) or cast(float, value) < minimum:
+            raise self.fail(path, f"expected a number >= {minimum:g}, got {describe(value)}")
+        if cast(float, value) > MAX_NUMBER:
+            raise self.fail(path, f"expected a number <= {MAX_NUMBER:g}, got {describe(value)}")
         return float(cast(float, value))
 
     def integer(self, value: object, path: str, minimum: int) -> int:
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum \
-                or value > MAX_INTEGER:
-            raise self.fail(path, f"expected an integer between {minimum} and {MAX_INTEGER}, "
-                                  f"got {describe(value)}")
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise self.fail(path, f"expected an integer >= {minimum}, got {describe(value)}")
+        if value > MAX_INTEGER:
+            raise self.fail(path, f"expected an integer <= {MAX_INTEGER}, got {describe(value)}")
         return value
 
     def texts(self, value: object, path: str) -> tuple[str, ...]:

@@ -1,0 +1,88 @@
+"""What the loader accepts: bounds on files, nesting, numbers and names.
+
+A problem or plan file is untrusted input. These bounds keep a hostile one
+(a YAML "billion laughs", a 10,000-deep list, a 400-digit duration, a name
+with a right-to-left override) from hanging, exhausting memory or spoofing a
+table, and the README lists each of them. Real problems sit far inside them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MAX_FILE_BYTES = 64 << 20
+"""Largest problem or plan file read (64 MiB; a 1,000-tool catalog is about 300 KiB)."""
+
+MAX_NODES = 2_000_000
+"""Most values a document may hold once YAML aliases are expanded (each use of an alias counts)."""
+
+MAX_DEPTH = 64
+"""Deepest nesting of lists and mappings in a document."""
+
+MAX_NUMBER = 1e15
+"""Largest duration, cost, capacity or amount: sums over any plan stay finite and exact enough."""
+
+MAX_INTEGER = 1 << 53
+"""Largest integer option in a file (``max_tasks``, ...): exact as a float, fits every array."""
+
+MAX_NAME = 200
+"""Longest name (fact, tool, task, resource, scope), in characters."""
+
+MAX_TEXT = 100_000
+"""Longest free text (an objective, a description), in characters."""
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
+"""A fact, output or task id: what a ``$name`` / ``$task.name`` reference can spell."""
+
+TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-:/]*")
+"""A tool, scope or resource name: dotted and namespaced names allowed, never spaces or control
+characters."""
+
+NAME_RULE = "letters, digits, '_' and '-', starting with a letter or '_'"
+TOOL_NAME_RULE = "letters, digits and '_', '-', '.', ':', '/', starting with a letter or '_'"
+
+
+def name_problem(name: str, pattern: re.Pattern[str] = NAME) -> str | None:
+    """Why ``name`` is not a valid name, or ``None`` when it is."""
+    if len(name) > MAX_NAME:
+        return f"longer than {MAX_NAME} characters"
+    if pattern.fullmatch(name) is None:
+        rule = NAME_RULE if pattern is NAME else TOOL_NAME_RULE
+        return f"{shorten(name)} is not a valid name (allowed: {rule})"
+    return None
+
+
+def shorten(value: object, width: int = 40) -> str:
+    """A value quoted for an error message: printable, and short whatever its size."""
+    text = repr(value) if isinstance(value, str) else type(value).__name__
+    text = text.encode("ascii", "backslashreplace").decode("ascii")
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def tree_problem(doc: Any) -> str | None:
+    """Why a parsed document is too big or too deep, or ``None``.
+
+    Walks the document as a tree, so a value reached through several aliases
+    is counted each time, and stops as soon as a bound is passed: the walk
+    costs at most :data:`MAX_NODES` steps however large the expansion would be.
+    """
+    stack: list[tuple[Any, int]] = [(doc, 0)]
+    nodes = 0
+    while stack:
+        value, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            return (f"more than {MAX_NODES:,} values once YAML aliases are expanded "
+                    "(an alias bomb?)")
+        if isinstance(value, dict):
+            if depth >= MAX_DEPTH:
+                return f"nested deeper than {MAX_DEPTH} levels"
+            for key, item in value.items():
+                stack.append((key, depth + 1))
+                stack.append((item, depth + 1))
+        elif isinstance(value, (list, tuple)):
+            if depth >= MAX_DEPTH:
+                return f"nested deeper than {MAX_DEPTH} levels"
+            stack.extend((item, depth + 1) for item in value)
+    return None
