@@ -46,3 +46,31 @@ def test_cli_llm_needs_endpoint_and_model() -> None:
     result = CliRunner().invoke(cli, ["run", str(REFUND), "--operator", "llm"])
     assert result.exit_code == 2
     assert "--llm-base-url and --llm-model" in result.output
+
+
+def test_cli_prompt_states_the_runs_ranking_and_token_field(tmp_path: Path) -> None:
+    """--fitness/--weights reach the system prompt; --llm-token-param renames the limit."""
+    runner = CliRunner()
+    with ScriptedServer(add_log_task) as server:
+        base = ["run", str(REFUND), "--generations", "1", "--population", "4", "--keep", "2",
+                "--jobs", "1", "--operator", "llm", "--llm-base-url", server.url,
+                "--llm-model", "scripted", "--llm-ratio", "1", "--llm-mode", "patch",
+                "--llm-cache-dir", str(tmp_path / "cache"), "--no-report", "--json"]
+        weighted = runner.invoke(cli, [*base, "--out", str(tmp_path / "w"), "--fitness", "makespan",
+                                       "--fitness", "completeness", "--weights", "1,500",
+                                       "--llm-token-param", "max_completion_tokens",
+                                       "--llm-max-tokens", "77"])
+        assert weighted.exit_code == 0, weighted.output
+        first = len(server.requests)
+        ordered = runner.invoke(cli, [*base, "--out", str(tmp_path / "l"), "--fitness", "completeness",
+                                      "--fitness", "cost"])
+        assert ordered.exit_code == 0, ordered.output
+        requests = list(server.requests)
+    weighted_system = requests[0]["messages"][0]["content"]
+    assert "lower is better: 1*makespan - 500*completeness" in weighted_system
+    assert "validity" not in weighted_system and "minimality" not in weighted_system
+    assert all(r["max_completion_tokens"] == 77 and "max_tokens" not in r for r in requests[:first])
+    ordered_system = requests[first]["messages"][0]["content"]
+    assert "1. completeness, higher is better" in ordered_system
+    assert "2. cost, lower is better" in ordered_system and "makespan" not in ordered_system
+    assert all(r["max_tokens"] == 1024 and "max_completion_tokens" not in r for r in requests[first:])

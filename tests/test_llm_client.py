@@ -173,3 +173,45 @@ def test_cache_round_trip_and_damaged_entries(tmp_path: Path) -> None:
     assert list(tmp_path.rglob(".tmp-*")) == []
     cache.path(key).write_text("{half a record")
     assert cache.get(key) is None
+
+
+def trickles(body: dict[str, Any], seen: int) -> Scripted:
+    """A byte every 50 ms for a minute: never idle long enough to trip a per-read timeout."""
+    return Scripted("x" * 1200, trickle=0.05)
+
+
+@pytest.mark.parametrize("server", [trickles], indirect=True)
+def test_the_deadline_bounds_the_whole_call_not_each_read(server: ScriptedServer) -> None:
+    began = time.perf_counter()
+    with client_for(server, [], timeout=0.5) as client, pytest.raises(CallError) as caught:
+        client.complete(MESSAGES, {})
+    assert caught.value.kind == "timeout" and "deadline" in caught.value.message
+    assert time.perf_counter() - began < 10.0  # the body alone would take 60 s and more
+
+
+def stalls_after_headers(body: dict[str, Any], seen: int) -> Scripted:
+    return Scripted("late", trickle=60.0)
+
+
+@pytest.mark.parametrize("server", [stalls_after_headers], indirect=True)
+def test_a_read_blocked_past_the_deadline_is_cut(server: ScriptedServer) -> None:
+    began = time.perf_counter()
+    with client_for(server, [], timeout=0.5, read_timeout=60.0) as client, \
+            pytest.raises(CallError) as caught:
+        client.complete(MESSAGES, {})
+    assert caught.value.kind == "timeout" and caught.value.attempts == 1
+    assert time.perf_counter() - began < 10.0
+
+
+def limited_slowly(body: dict[str, Any], seen: int) -> Scripted:
+    return Scripted(status=429, headers={"Retry-After": "30"})
+
+
+@pytest.mark.parametrize("server", [limited_slowly], indirect=True)
+def test_backoff_counts_against_the_deadline(server: ScriptedServer) -> None:
+    began = time.perf_counter()
+    client = ChatClient(server.url, "m", timeout=0.5, max_retries=5)
+    with client, pytest.raises(CallError) as caught:
+        client.complete(MESSAGES, {})
+    assert caught.value.kind == "timeout" and "HTTP 429" in caught.value.message
+    assert len(server.requests) == 1 and time.perf_counter() - began < 10.0

@@ -1,4 +1,4 @@
-"""The LLM mutation operator: plan patches from any OpenAI-compatible chat-completions endpoint.
+"""The LLM operator: plan patches, or picks from pre-scored menus, from any OpenAI-compatible endpoint.
 
 Nothing here is imported by the engine: a run without ``--operator llm`` needs
 neither this package's dependency (httpx) nor a network. Start from
@@ -6,6 +6,7 @@ neither this package's dependency (httpx) nor a network. Start from
 proposer_share=ratio)`` and put ``op.usage_summary()`` in the run summary.
 """
 
+from evolve.llm.baselines import BestOfN, best_of_n
 from evolve.llm.cache import ReplyCache, cache_key, default_cache_dir, prompt_hash
 from evolve.llm.client import CallError, ChatClient, Completion
 from evolve.llm.factory import API_KEY_ENV, api_key_from_env, make_llm_operator, scrub_api_keys
@@ -28,6 +29,7 @@ __all__ = [
     "REASONS",
     "RESPONSE_FORMATS",
     "TOKEN_PARAMS",
+    "BestOfN",
     "CallError",
     "ChatClient",
     "Completion",
@@ -44,6 +46,7 @@ __all__ = [
     "Templates",
     "TokenParam",
     "api_key_from_env",
+    "best_of_n",
     "build_menu_messages",
     "build_messages",
     "cache_key",
