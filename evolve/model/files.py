@@ -31,6 +31,7 @@ from evolve.model.limits import (
 )
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import RISKS, Limits, Policy, Problem, Risk, Tool
+from evolve.model.validate import validate
 
 T = TypeVar("T")
 
@@ -47,6 +48,13 @@ TASK_KEYS = (
 )
 POLICY_KEYS = ("write_requires_approval", "require_evidence")
 PLAN_KEYS = ("tasks", "priority", "schedule")
+TEMPLATE_RULES = frozenset({
+    "unique-id", "dep-exists", "no-cycle", "tool-registered", "scope-granted", "ref-initial",
+    "ref-task", "expression", "priority",
+})
+"""Validator rules a template must pass when it is loaded: no search can repair them, as every
+plan keeps the template's tasks and tools (an input binding, an approval or evidence it lacks, a
+search may still add)."""
 
 
 def describe(value: object) -> str:
@@ -310,7 +318,7 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
     criteria: tuple[str, ...] = r.optional(doc, "criteria", "", r.names, ())
     if not criteria and template is None:
         raise r.fail("criteria", "missing: a problem needs success criteria (or a template)")
-    return Problem(
+    problem = Problem(
         tools=tools,
         initial=r.optional(doc, "initial", "", r.names, ()),
         criteria=criteria,
@@ -322,6 +330,12 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
         name=r.optional(doc, "name", "", r.string, Path(source).stem),
         objective=r.optional(doc, "objective", "", r.text, ""),
     )
+    if template is not None:
+        broken = [e for e in validate(problem, template) if e.rule in TEMPLATE_RULES]
+        if broken:
+            more = f" (and {len(broken) - 3} more)" if len(broken) > 3 else ""
+            raise r.fail("template", "; ".join(str(e) for e in broken[:3]) + more)
+    return problem
 
 
 def read_tool(r: Reader, name: str, spec: object) -> Tool:

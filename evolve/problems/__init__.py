@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from evolve.model.errors import InfeasibleProblem
+from evolve.model.feasibility import unreachable_criteria
 from evolve.model.files import problem_from_dict, read_document
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
@@ -23,13 +25,21 @@ from evolve.search.toolchoice import KICK_WEIGHT, ToolChoice
 
 
 def load_problem(path: str | Path) -> Problem:
-    """Read a problem file: YAML or JSON, or a PSPLIB ``.sm`` / Patterson ``.rcp`` instance."""
+    """Read a problem file: YAML or JSON, or a PSPLIB ``.sm`` / Patterson ``.rcp`` instance.
+
+    A catalog problem whose criteria no plan can reach is refused here
+    (:class:`~evolve.model.errors.InfeasibleProblem`, naming each and why), not
+    after a search that could only fail."""
     if Path(path).suffix in RCPSP_FORMATS:
         return load_rcpsp_problem(path)
     doc = read_document(path)
     if is_htn_document(doc):
         return htn_problem_from_dict(doc, str(path))
-    return problem_from_dict(doc, str(path))
+    problem = problem_from_dict(doc, str(path))
+    unreachable = unreachable_criteria(problem)
+    if unreachable:
+        raise InfeasibleProblem(f"{path}: no plan can meet the criteria: {'; '.join(unreachable)}")
+    return problem
 
 
 def is_fixed_structure(problem: Problem) -> bool:
