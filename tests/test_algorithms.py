@@ -30,9 +30,14 @@ def rcpsp_problem() -> Problem:
     return load_problem(J30)
 
 
+def htn_problem() -> Problem:
+    return load_problem(ROOT / "examples" / "htn" / "ladder.yaml")
+
+
 CASES = [
     pytest.param(plan_problem, {"population": 6, "keep": 3}, id="plan-ga"),
     pytest.param(rcpsp_problem, {"max_evaluations": 3000}, id="activity-list-ga", marks=needs_psplib),
+    pytest.param(htn_problem, {"population": 6, "keep": 3}, id="htn-decompositions"),
 ]
 
 

@@ -126,17 +126,15 @@ class HtnSearch:
         self.history: list[dict[str, Any]] = []
         self.best_key: tuple[float, ...] = ()
         self.learned = Learned()
+        self.reported = 0
         self.planner = Planner(self.domain, fallback, self.learned)
 
     # -- decoding -------------------------------------------------------------------------------
 
     def decode(self, genome: Genome, rng: np.random.Generator | None, parents: tuple[str, ...],
                operator: str) -> Child:
-        asked = len(self.learned.records)
         outcome = self.planner.plan(genome, RandomChooser(rng) if rng is not None else None)
         meta: dict[str, Any] = {}
-        if len(self.learned.records) > asked:
-            meta["fallback"] = self.learned.records[asked:]
         if isinstance(outcome, NoPlan):
             meta["htn"] = {"no_plan": str(outcome), "nodes": outcome.nodes}
             return Child(Plan(), genome, parents, operator, meta)
@@ -214,7 +212,12 @@ class HtnSearch:
                 id=f"c{self.serial}", plan=child.plan, hash=digest, generation=generation,
                 evaluation=self.cache[digest], parents=child.parents, operator=child.operator,
                 patch=diff_plans(parent.plan if parent is not None else Plan(), child.plan),
-                meta=child.meta)
+                meta=dict(child.meta))
+            if len(self.learned.records) > self.reported:
+                # what the fallback was asked since the last event, also by decodes that made no
+                # candidate (a retried copy), rides on the next one
+                candidate.meta["fallback"] = self.learned.records[self.reported:]
+                self.reported = len(self.learned.records)
             self.serial += 1
             self.genomes[candidate.id] = child.genome
             self.emit(candidate.event(cached))
@@ -266,7 +269,7 @@ class HtnSearch:
         return None
 
     STATE_FIELDS = ("generation", "evaluations", "seconds", "stale", "population", "genomes", "cache",
-                    "cache_hits", "serial", "history", "best_key", "learned")
+                    "cache_hits", "serial", "history", "best_key", "learned", "reported")
 
     def state(self) -> dict[str, Any]:
         state = {name: getattr(self, name) for name in self.STATE_FIELDS}
