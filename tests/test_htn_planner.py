@@ -21,6 +21,7 @@ from evolve.model.validate import validate
 from evolve.problems import load_problem
 from evolve.problems.htn import (
     Decomposition,
+    HtnProblem,
     NoPlan,
     Planner,
     domain_from_dict,
@@ -200,6 +201,7 @@ def test_unordered_subtasks_run_in_parallel_and_ordered_ones_in_sequence() -> No
 
 def test_operators_become_tools_and_the_goal_task_completes_the_plan() -> None:
     problem = load_problem(SHIP)
+    assert isinstance(problem, HtnProblem)
     tool = problem.tools["run_tests"]
     assert (tool.duration, tool.inputs, tool.outputs) == (120.0, ("tests_written",), ("tests_green",))
     assert problem.criteria == ("htn:ship_change",)
@@ -212,7 +214,8 @@ def test_operators_become_tools_and_the_goal_task_completes_the_plan() -> None:
 
 
 def test_result_bindings_are_unknown_while_planning() -> None:
-    data = {"name": "r", "tools": {"ci.run": {"duration": 100, "outputs": ["passed"]}}, "htn": {
+    tools = {"ci.run": {"duration": 100, "outputs": ["passed"]}}
+    data: dict[str, Any] = {"name": "r", "tools": tools, "htn": {
         "goal": "g", "operators": {
             "run": {"tool": "ci.run", "effects": {"set": {"green": "$result.passed"}}},
             "ship": {"duration": 1, "pre": [{"eq": ["green", True]}]},

@@ -16,6 +16,7 @@ from evolve.llm.testing import Scripted, ScriptedServer
 from evolve.problems import load_problem
 from evolve.problems.htn import (
     Decomposition,
+    HtnProblem,
     NoPlan,
     Planner,
     domain_from_dict,
@@ -33,6 +34,7 @@ def events(out: Path) -> list[dict[str, Any]]:
 
 def test_the_search_picks_the_faster_method_listed_second(tmp_path: Path) -> None:
     problem = load_problem(SHIP)
+    assert isinstance(problem, HtnProblem)
     first = Planner(problem.htn()).plan()
     assert isinstance(first, Decomposition)
     assert [s.operator for s in first.steps][2] == "run_full_ci"  # file order: the slow method
