@@ -3,11 +3,12 @@
 from evolve.execute.tools import ToolFailure
 from evolve.fitness.evaluation import Evaluation, evaluate_plan
 from evolve.model.errors import EvolveError, InputError
+from evolve.model.expression import ExpressionError, evaluate, parse_expression
 from evolve.model.files import load_plan, plan_from_dict, problem_from_dict
 from evolve.model.patch import apply_patch, diff_plans
 from evolve.model.plan import Plan, Ref, Task, parse_ref, plan_hash
 from evolve.model.problem import Limits, Policy, Problem, Tool
-from evolve.model.validate import PlanError, validate
+from evolve.model.validate import PlanError, plan_status, validate
 from evolve.problems import load_problem
 from evolve.run.evaluator import Evaluator
 from evolve.run.folder import RunOutcome, run_search
@@ -27,6 +28,7 @@ __all__ = [
     "Evaluation",
     "Evaluator",
     "EvolveError",
+    "ExpressionError",
     "InputError",
     "Limits",
     "OperatorSet",
@@ -47,12 +49,15 @@ __all__ = [
     "apply_patch",
     "construct",
     "diff_plans",
+    "evaluate",
     "evaluate_plan",
     "load_plan",
     "load_problem",
+    "parse_expression",
     "parse_ref",
     "plan_from_dict",
     "plan_hash",
+    "plan_status",
     "problem_from_dict",
     "run_search",
     "schedule",
