@@ -3,7 +3,7 @@
 from evolve.execute.tools import ToolFailure
 from evolve.fitness.evaluation import Evaluation, evaluate_plan
 from evolve.model.errors import EvolveError, InputError
-from evolve.model.expression import ExpressionError, evaluate, parse_expression
+from evolve.model.expression import ExpressionError, parse_expression
 from evolve.model.files import load_plan, plan_from_dict, problem_from_dict
 from evolve.model.patch import apply_patch, diff_plans
 from evolve.model.plan import Plan, Ref, Task, parse_ref, plan_hash
@@ -49,7 +49,6 @@ __all__ = [
     "apply_patch",
     "construct",
     "diff_plans",
-    "evaluate",
     "evaluate_plan",
     "load_plan",
     "load_problem",
