@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
+import yaml
 
 from evolve import defaults
 from evolve.cli.common import friendly
@@ -14,7 +16,14 @@ from evolve.llm.htn import LLMDecomposer, make_htn_fallback
 from evolve.model.errors import InputError
 from evolve.model.files import read_document
 from evolve.model.problem import Problem
-from evolve.problems.htn import HtnProblem, domain_from_dict, is_htn_document, validate_domain
+from evolve.problems.htn import (
+    HtnProblem,
+    domain_from_dict,
+    htn_problem_from_dict,
+    is_htn_document,
+    validate_domain,
+)
+from evolve.problems.htn.hddl import read_hddl
 
 FALLBACKS = ("none", "llm")
 FALLBACK_HELP = ("HTN domains: who decomposes a compound task no method applies to: nobody, or an LLM "
@@ -70,4 +79,19 @@ def validate_domain_cmd(domain_file: str, max_states: int, seed: int, as_json: b
     sys.exit(1 if failures else 0)
 
 
-COMMANDS = (validate_domain_cmd,)
+@click.command(name="hddl")
+@click.argument("domain_file", type=click.Path(dir_okay=False, exists=True))
+@click.argument("problem_file", type=click.Path(dir_okay=False, exists=True))
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), required=True,
+              help="The HTN domain file to write (YAML), for evolve run and validate-domain.")
+@friendly
+def hddl_cmd(domain_file: str, problem_file: str, out_file: str) -> None:
+    """Ground an HDDL domain and problem into an HTN domain file (needs evolve[htn])."""
+    document = read_hddl(domain_file, problem_file)
+    htn_problem_from_dict(document, problem_file)  # checked like any domain file
+    Path(out_file).write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    click.echo(f"wrote {out_file} ({len(document['htn']['operators'])} ground operators, "
+               f"{len(document['htn']['methods'])} ground methods)", err=True)
+
+
+COMMANDS = (validate_domain_cmd, hddl_cmd)
