@@ -158,6 +158,8 @@ class Executor:
         self.delayed: list[tuple[float, str]] = []
         self.dirty: list[tuple[int, str]] = []
         self.assumed: set[str] = set()
+        self.cascaded = {tid for tid, row in journal.tasks().items() if row.status == "skipped" and row.error}
+        """Tasks skipped because an upstream task failed (their journal row keeps why)."""
         self.when_error = ""
         self.began = time.perf_counter()
         self.events_file: IO[str] = (run_dir / "events.jsonl").open("a", encoding="utf-8")
@@ -309,9 +311,7 @@ class Executor:
             task = self.tasks[tid]
             if not self.check_assumes(task, at_dispatch=False):
                 continue
-            upstream, policy = aggregate(
-                (status.get(d, "pending"), task_policy(self.tasks[d])) for d in task.deps if d in self.tasks
-            )
+            upstream, policy = aggregate(self.dep_state(d) for d in task.deps if d in self.tasks)
             when: When = self.when_value(task) if upstream == "done" else "absent"
             decision = decide(upstream, when, policy)
             if decision == "ready":
@@ -322,7 +322,7 @@ class Executor:
                 why = {"false": "when is false", "unknown": "when reads an output that was never made"}.get(
                     when, "an upstream task failed (skip_dependents)"
                 )
-                self.skip(task, why)
+                self.skip(task, why, cascade=upstream == "failed")
             elif decision == "fail":
                 if upstream == "failed":
                     self.stop = self.stop or Stop("task_failed", f"{tid} cannot run: an upstream task failed")
@@ -377,7 +377,14 @@ class Executor:
         self.assumed.add(task.id)
         return True
 
-    def skip(self, task: Task, why: str) -> None:
+    def dep_state(self, tid: str) -> tuple[str, Policy]:
+        """A dep's status and policy as the readiness table reads them: a task skipped because
+        an upstream task failed passes the skip on, as if it had failed under skip_dependents."""
+        if tid in self.cascaded:
+            return "failed", "skip_dependents"
+        return self.state.status.get(tid, "pending"), task_policy(self.tasks[tid])
+
+    def skip(self, task: Task, why: str, cascade: bool = False) -> None:
         now = self.clock.now()
         tool = self.problem.tools.get(task.tool)
         self.emit(
@@ -387,7 +394,7 @@ class Executor:
                 call_status="",
                 task_status="skipped",
                 outputs_json=None,
-                error=None,
+                error=why if cascade else None,
                 finished=None,
                 events=[
                     self.event(
@@ -405,6 +412,8 @@ class Executor:
             )
         )
         self.state.status[task.id] = "skipped"
+        if cascade:
+            self.cascaded.add(task.id)
         self.mark_successors(task.id)
 
     # -- dispatch ----------------------------------------------------------------------------
@@ -894,19 +903,19 @@ class Executor:
                 ]
             )
         )
-        banned = [t.id for t in patch.added if t.tool in self.state.excluded]
-        errors = [str(e) for e in validate(self.problem, patch.plan)]
-        if banned:
-            errors.append(f"uses excluded tools in {', '.join(banned)}")
-        if errors:
-            self.stop = Stop("no_plan", f"the replanned plan is not valid: {errors[0]}")
-            return
         after = {**status, **{t.id: "pending" for t in patch.added}}
         sig = signature(patch.plan, after)
         if sig in self.state.signatures:
             self.stop = Stop(
                 "loop_detected", f"the replanner proposed a plan it had proposed before; {reason}"
             )
+            return
+        banned = [t.id for t in patch.added if t.tool in self.state.excluded]
+        errors = [str(e) for e in validate(self.problem, patch.plan)]
+        if banned:
+            errors.append(f"uses excluded tools in {', '.join(banned)}")
+        if errors:
+            self.stop = Stop("no_plan", f"the replanned plan is not valid: {errors[0]}")
             return
         self.commit_revision(
             revision, patch.plan, patch=patch.to_dict(), reason=reason, invalidated=patch.invalidate, sig=sig

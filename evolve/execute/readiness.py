@@ -9,10 +9,11 @@ anything); :data:`TABLE` is its expansion over every combination, which the test
 
 Upstream states, aggregated over the task's deps (the worst wins):
 
-- ``failed``: some dep ended without its outputs (failed for good, or a write left ``unknown``);
+- ``failed``: some dep ended without its outputs (failed for good, or a write left ``unknown``,
+  or it was itself skipped because a dep failed: that skip passes on as ``skip_dependents``);
   this dominates a sibling still running, because the task can never run in this revision;
 - ``waiting``: some dep is pending, running or waiting for a retry;
-- ``done``: every dep is done or skipped (also: no deps at all).
+- ``done``: every dep is done or skipped by its ``when`` (also: no deps at all).
 
 The ``when`` column is only read when upstream is ``done`` (a condition reads its deps' outputs):
 ``absent``, ``true``, ``false``, ``unknown`` (it reads an output a skipped task never made) or

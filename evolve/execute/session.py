@@ -81,8 +81,12 @@ def start_run(
     dispatcher_name: str = "local",
     on_event: Callable[[dict[str, Any]], None] | None = None,
     hook: Hook | None = None,
+    tools: Mapping[str, ToolFn] | None = None,
 ) -> Executor:
-    """A new run of ``plan`` in ``out_dir`` (which must not hold a journal yet)."""
+    """A new run of ``plan`` in ``out_dir`` (which must not hold a journal yet).
+
+    ``tools`` (a tool table in hand) takes the place of ``tools_spec`` for callers that are not
+    the command line; a run started so is resumed with the same ``tools``."""
     errors = validate(problem, plan)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -97,7 +101,12 @@ def start_run(
             f"({', '.join(problem.initial) or 'none'})"
         )
     options = options or ExecuteOptions()
-    tools = tool_table(problem, plan, tools_spec, simulate, rates, options.seed)
+    if tools is None:
+        tools = tool_table(problem, plan, tools_spec, simulate, rates, options.seed)
+    else:
+        missing = sorted({t.tool for t in plan.tasks if t.tool not in tools})
+        if missing:
+            raise ToolError(f"no callable for {', '.join(missing)}")
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / JOURNAL
     if path.exists():
@@ -153,8 +162,9 @@ def resume_run(
     dispatcher: DispatcherFactory | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     hook: Hook | None = None,
+    tools: Mapping[str, ToolFn] | None = None,
 ) -> Executor:
-    """The run in ``run_dir``, continued where it stopped."""
+    """The run in ``run_dir``, continued where it stopped (``tools``: as for :func:`start_run`)."""
     journal, meta, problem = read_run(run_dir)
     try:
         options = ExecuteOptions(**meta["options"])
@@ -165,7 +175,7 @@ def resume_run(
     plan_tools = {task["tool"] for rev in revisions for task in rev.plan.get("tasks", [])}
     if simulate:
         tools = simulated_tools(problem, meta.get("fail") or {}, options.seed)
-    else:
+    elif tools is None:
         tools = load_tools(meta.get("tools"), problem.tools)
         missing = sorted(t for t in plan_tools if t not in tools)
         if missing:

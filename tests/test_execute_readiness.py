@@ -1,0 +1,157 @@
+"""The readiness truth table: complete, consistent with a plain reading of the rules, and what the
+executor does with it, fan-in with a sibling still running included."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evolve.execute import ExecuteOptions, start_run
+from evolve.execute.readiness import (
+    DECISIONS,
+    POLICIES,
+    RULES,
+    TABLE,
+    UPSTREAM,
+    WHEN,
+    aggregate,
+    combinations,
+    decide,
+    expand,
+)
+from evolve.model.files import plan_from_dict, problem_from_dict
+
+
+def oracle(upstream: str, when: str, policy: str) -> str:
+    """The table's meaning in words, written independently of RULES."""
+    if upstream == "failed":
+        if policy == "skip_dependents":
+            return "skip"
+        if policy == "replan":
+            return "wait"
+        return "fail"
+    if upstream == "waiting":
+        return "wait"
+    if when in ("absent", "true"):
+        return "ready"
+    if when == "error":
+        return "fail"
+    return "skip"
+
+
+def test_the_table_covers_every_combination_once() -> None:
+    keys = list(combinations())
+    assert len(keys) == len(set(keys)) == len(TABLE)
+    # a policy exactly when a dep failed: 2 upstream states x 5 whens + 1 x 5 x 4 policies
+    assert len(keys) == 2 * len(WHEN) + len(WHEN) * (len(POLICIES) - 1)
+    assert set(TABLE.values()) == set(DECISIONS)
+
+
+@pytest.mark.parametrize(("upstream", "when", "policy"), list(combinations()))
+def test_every_row_means_what_the_rules_say(upstream: str, when: str, policy: str) -> None:
+    assert decide(upstream, when, policy) == oracle(upstream, when, policy)  # type: ignore[arg-type]
+
+
+def test_a_hole_in_the_rules_is_refused() -> None:
+    with pytest.raises(ValueError, match="no row"):
+        expand([r for r in RULES if r[0] != "waiting"])
+
+
+STATUSES = ("done", "skipped", "pending", "dispatched", "failed", "unknown")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_aggregate_over_every_mix_of_dep_states(n: int) -> None:
+    policies = POLICIES[1:]
+    for states in itertools.product(STATUSES, repeat=n):
+        for chosen in itertools.product(policies, repeat=n):
+            upstream, policy = aggregate(zip(states, chosen))
+            ended = [p for s, p in zip(states, chosen) if s in ("failed", "unknown")]
+            if ended:
+                assert upstream == "failed"  # even with a sibling still running
+                rank = {"skip_dependents": 1, "replan": 2, "retry": 3, "fail_plan": 3}
+                assert rank[policy] == max(rank[p] for p in ended)
+            elif any(s in ("pending", "dispatched") for s in states):
+                assert (upstream, policy) == ("waiting", "none")
+            else:
+                assert (upstream, policy) == ("done", "none")
+    assert aggregate([]) == ("done", "none")
+    assert set(UPSTREAM) == {"done", "waiting", "failed"}
+
+
+# -- the table at work: a fan-in whose sibling is still running -----------------------------
+
+FAN_IN = {
+    "name": "fan-in",
+    "initial": ["x"],
+    "criteria": ["c"],
+    "tools": {
+        "quick": {"duration": 10, "inputs": ["x"], "outputs": ["a"]},
+        "slow": {"duration": 100, "inputs": ["x"], "outputs": ["b"]},
+        "join": {"duration": 5, "inputs": ["a", "b"], "outputs": ["c"]},
+    },
+}
+
+
+def fan_in_plan(policy: str) -> dict[str, Any]:
+    return {
+        "tasks": [
+            {"id": "a", "tool": "quick", "inputs": {"x": "$x"}, "on_failure": policy},
+            {"id": "b", "tool": "slow", "inputs": {"x": "$x"}},
+            {"id": "j", "tool": "join", "deps": ["a", "b"], "inputs": {"a": "$a.a", "b": "$b.b"}},
+        ]
+    }
+
+
+def run_sim(
+    tmp_path: Path,
+    problem_doc: dict[str, Any],
+    plan_doc: dict[str, Any],
+    fail: dict[str, float] | None = None,
+    **options: Any,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    problem = problem_from_dict(problem_doc)
+    plan = plan_from_dict(plan_doc)
+    out = tmp_path / "run"
+    executor = start_run(
+        problem,
+        plan,
+        out,
+        plan_source="plan",
+        tools_spec=None,
+        simulate=True,
+        fail_rates=fail or {},
+        options=ExecuteOptions(**options),
+    )
+    outcome = executor.run()
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    return outcome, events
+
+
+def test_fan_in_waits_for_the_running_sibling(tmp_path: Path) -> None:
+    outcome, events = run_sim(tmp_path, FAN_IN, fan_in_plan("fail_plan"))
+    assert outcome["reason"] == "goal_met"
+    starts = {e["task"]: e["time"] for e in events if e["event"] == "step.start"}
+    assert starts["j"] == 100  # a was done at 10; j waited for b
+
+
+def test_fan_in_is_skipped_at_once_when_a_dep_failed_while_the_sibling_runs(tmp_path: Path) -> None:
+    outcome, events = run_sim(tmp_path, FAN_IN, fan_in_plan("skip_dependents"), fail={"quick": 1.0})
+    skipped = [e for e in events if e["event"] == "step.end" and e["status"] == "skipped"]
+    assert [(e["task"], e["time"]) for e in skipped] == [("j", 10)]  # b still running until 100
+    b_end = next(e for e in events if e["event"] == "step.end" and e["task"] == "b")
+    assert b_end["time"] == 100
+    assert outcome["tasks"]["j"]["status"] == "skipped"
+    assert outcome["reason"] == "goal_unreachable"
+
+
+def test_fan_in_fails_the_run_but_lets_the_sibling_finish(tmp_path: Path) -> None:
+    outcome, events = run_sim(tmp_path, FAN_IN, fan_in_plan("fail_plan"), fail={"quick": 1.0})
+    assert outcome["reason"] == "task_failed"
+    assert events[-1]["time"] == 100  # the run ended when b's answer came in
+    assert outcome["tasks"]["b"]["status"] == "done"  # the call in flight was collected
+    assert outcome["tasks"]["j"]["status"] == "pending"  # never ran
