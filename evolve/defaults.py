@@ -126,3 +126,6 @@ HTN_VALIDATE_STATES = 256
 HTN_FALLBACK_TEMPERATURE = 0.0
 """Sampling temperature of the LLM decomposition fallback: one answer per question, cacheable."""
 HTN_FALLBACK_MAX_TOKENS = 512
+
+RUNS_DIR = "runs"
+"""Where new run folders go when no --out is given (``$EVOLVE_RUNS_DIR`` overrides it)."""

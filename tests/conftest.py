@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,13 @@ from evolve.problems import load_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
+
+RUNS_DIR = tempfile.mkdtemp(prefix="evolve-test-runs-")
+os.environ["EVOLVE_RUNS_DIR"] = RUNS_DIR  # a command run without --out writes here, never to runs/
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(RUNS_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

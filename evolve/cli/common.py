@@ -12,6 +12,7 @@ Exit statuses (the README's table is this one):
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
@@ -23,6 +24,7 @@ from typing import Any, TypeVar
 
 import click
 
+from evolve import defaults
 from evolve.model.errors import EvolveError, InfeasibleProblem, RunFailed
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -71,3 +73,12 @@ def internal_error(exc: BaseException) -> str:
     text = str(exc).splitlines()[0][:200] if str(exc) else ""
     return (f"internal error: {type(exc).__name__}{': ' + text if text else ''} "
             f"(a bug in evolve, not in your input; {where})")
+
+
+RUNS_DIR_VARIABLE = "EVOLVE_RUNS_DIR"
+
+
+def runs_root() -> str:
+    """Where a command puts a new run folder when --out is not given: ``$EVOLVE_RUNS_DIR``, else
+    ``runs/`` in the working folder (the test suite points the variable at a temporary folder)."""
+    return os.environ.get(RUNS_DIR_VARIABLE) or defaults.RUNS_DIR

@@ -15,9 +15,8 @@ from typing import Any
 
 import click
 
-import evolve.report as report_package
 from evolve import defaults
-from evolve.cli.common import EXIT_NO, EXIT_OK, friendly
+from evolve.cli.common import EXIT_NO, EXIT_OK, friendly, runs_root
 from evolve.execute.dispatch import Clock, DaskDispatcher, Dispatcher, WallClock
 from evolve.execute.executor import ExecuteOptions
 from evolve.execute.replan import ProposerReplanner, Replanner, SearchReplanner
@@ -27,6 +26,7 @@ from evolve.llm.factory import make_llm_operator
 from evolve.model.errors import EvolveError
 from evolve.model.files import load_plan
 from evolve.problems import load_problem
+from evolve.report import write_execution_report
 from evolve.run.folder import new_run_dir
 
 
@@ -276,7 +276,7 @@ def execute(
             problem = load_problem(problem_file)
             plan = load_plan(plan_file)
             options = ExecuteOptions(max_steps=max_steps, max_replans=max_replans, seed=seed, timeout=timeout)
-            folder = Path(out_dir) if out_dir is not None else new_run_dir()
+            folder = Path(out_dir) if out_dir is not None else new_run_dir(runs_root())
             facts = parse_facts(fact_items)
             unset = [f for f in problem.initial if f not in facts]
             if unset and not as_json:
@@ -299,10 +299,9 @@ def execute(
             )
         outcome = executor.run()
     written = ["journal.sqlite", "events.jsonl", "outcome.json"]
-    writer = getattr(report_package, "write_execution_report", None)
-    if writer is not None and not no_report:
+    if not no_report:
         try:
-            written.append(Path(writer(folder)).name)
+            written.append(write_execution_report(folder).name)
         except EvolveError as exc:
             click.echo(f"warning: the run is over but its report failed: {exc}", err=True)
     if as_json:

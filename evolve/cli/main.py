@@ -7,6 +7,7 @@ with exit status 2; never a traceback.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from contextlib import ExitStack
@@ -18,7 +19,7 @@ import yaml
 
 from evolve import defaults
 from evolve.cli.bench import bench
-from evolve.cli.common import friendly
+from evolve.cli.common import EXIT_INTERRUPTED, EXIT_NO, friendly, runs_root
 from evolve.cli.execute import COMMANDS as EXECUTE_COMMANDS
 from evolve.cli.htn import COMMANDS as HTN_COMMANDS
 from evolve.cli.htn import FALLBACK_HELP as HTN_FALLBACK_HELP
@@ -30,7 +31,7 @@ from evolve.fitness.registry import resolve_all, survey
 from evolve.llm.factory import make_llm_operator
 from evolve.llm.modes import MODES
 from evolve.llm.operator import RESPONSE_FORMATS, TOKEN_PARAMS
-from evolve.model.errors import EvolveError
+from evolve.model.errors import EvolveError, RunFailed
 from evolve.model.files import load_plan
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
@@ -39,6 +40,7 @@ from evolve.problems import load_problem
 from evolve.problems.synthetic import generate_document, save_document
 from evolve.report import write_report
 from evolve.run.backends import BACKENDS
+from evolve.run.checkpoint import CHECKPOINT
 from evolve.run.folder import new_run_dir, run_search
 from evolve.scheduling import Schedule, schedule
 from evolve.search.options import DEFAULTS, SearchOptions
@@ -71,8 +73,9 @@ def read_problem(path: str) -> Problem:
 @click.option("--population", type=click.IntRange(min=2), default=DEFAULTS.population, show_default=True)
 @click.option("--keep", type=click.IntRange(min=1), default=DEFAULTS.keep, show_default=True,
               help="How many of the best survive each generation.")
-@click.option("--seed", type=int, default=DEFAULTS.seed, show_default=True)
-@click.option("--jobs", type=int, default=None, help="Worker processes (default: every core).")
+@click.option("--seed", type=click.IntRange(min=0), default=DEFAULTS.seed, show_default=True)
+@click.option("--jobs", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: every core).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Run folder (default: a new folder under runs/).")
 @click.option("--fitness", "fitness_specs", multiple=True,
@@ -132,6 +135,8 @@ def read_problem(path: str) -> Problem:
 @click.option("--llm-token-param", type=click.Choice(TOKEN_PARAMS), default=defaults.LLM_TOKEN_PARAM,
               show_default=True, help="Request field of the completion limit (some models require "
                                       "max_completion_tokens).")
+@click.option("--force", is_flag=True,
+              help="Overwrite the run already in the --out folder (default: refuse).")
 @click.option("--no-report", is_flag=True, help="Do not write report.html at the end of the run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @friendly
@@ -144,7 +149,7 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
         llm_base_url: str | None, llm_model: str | None, llm_ratio: float, llm_max_calls: int | None,
         llm_timeout: float | None, llm_concurrency: int | None, llm_response_format: str | None,
         llm_prompt_dir: str | None, llm_cache_dir: str | None, llm_mode: str, llm_menu_size: int,
-        llm_max_tokens: int, llm_token_param: str, no_report: bool, as_json: bool) -> None:
+        llm_max_tokens: int, llm_token_param: str, force: bool, no_report: bool, as_json: bool) -> None:
     """Search for the best plan for PROBLEM_FILE and write it to a run folder.
 
     A run writes a checkpoint after every generation; one that was stopped
@@ -171,7 +176,7 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
         click.echo(f"gen {event['generation']:>3}/{generations}  best {values}  "
                    f"({event['evaluations']} evals, {rate:.0f}/s)", err=True)
 
-    folder = Path(resume_dir or out_dir or new_run_dir())
+    folder = Path(resume_dir or out_dir or new_run_dir(runs_root()))
     try:
         with ExitStack() as stack:
             proposer = None
@@ -193,24 +198,31 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
                     llm_base_url, llm_model, **{k: v for k, v in settings.items() if v is not None}))
             outcome = run_search(
                 problem, options=options, fitnesses=fitnesses, weights=weight_list, out_dir=folder,
-                resume=resume_dir is not None, on_generation=progress, proposer=proposer,
+                resume=resume_dir is not None, overwrite=force, on_generation=progress, proposer=proposer,
                 htn_fallback=fallback,
                 proposer_share=llm_ratio if proposer is not None else 0.0,
                 extra_summary=(lambda: {"llm": proposer.usage_summary()}) if proposer is not None else None)
     except (KeyboardInterrupt, SystemError) as exc:
         if not interrupted(exc):
             raise
-        click.echo("\ninterrupted: the last completed generation is checkpointed; continue with "
-                   f"the same command and --resume {folder}", err=True)
-        sys.exit(130)
+        if (folder / CHECKPOINT).exists():
+            click.echo("\ninterrupted: the last completed generation is checkpointed; continue with "
+                       f"the same command and --resume {folder}", err=True)
+        else:
+            click.echo("\ninterrupted before the first generation ended: there is no checkpoint "
+                       "to resume; start the run again", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     written = ["best.json", "summary.json", "events.jsonl"]
     if not no_report:
         try:
             written.append(write_report(outcome.out_dir, problem=problem).name)
         except EvolveError as exc:
             click.echo(f"warning: the run is complete but its report failed: {exc}", err=True)
+    failures = run_failures(outcome.summary)
     if as_json:
         click.echo(json.dumps({**outcome.summary, "out": str(outcome.out_dir)}, indent=2))
+        if failures:
+            raise RunFailed("; ".join(failures))
         return
     best = outcome.result.best
     sched = schedule(problem, best.plan)
@@ -221,6 +233,24 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
         click.echo(f"  error: {error}")
     click.echo(schedule_table(best.plan, sched, problem))
     click.echo(f"\nwritten to {outcome.out_dir}/ ({', '.join(written)})")
+    if failures:
+        raise RunFailed("; ".join(failures))
+
+
+def run_failures(summary: dict[str, Any]) -> list[str]:
+    """What made a finished run useless, to say on the terminal and in the exit status:
+    every evaluation failed, or every LLM call did."""
+    out = []
+    evaluations = summary.get("evaluations") or 0
+    if evaluations and summary.get("failed_evaluations", 0) >= evaluations:
+        reason = summary.get("best", {}).get("failed") or "see events.jsonl"
+        out.append(f"every one of the {evaluations} evaluations failed (the best: {reason})")
+    llm = summary.get("llm") or {}
+    calls = llm.get("calls") or 0
+    if calls and llm.get("failed_calls", 0) >= calls:
+        kinds = ", ".join(f"{k}: {v}" for k, v in (llm.get("failed_by_kind") or {}).items())
+        out.append(f"every one of the {calls} LLM calls failed ({kinds or 'see events.jsonl'})")
+    return out
 
 
 def parse_targets(items: tuple[str, ...]) -> dict[str, float]:
@@ -231,6 +261,9 @@ def parse_targets(items: tuple[str, ...]) -> dict[str, float]:
             targets[name.strip()] = float(value)
         except ValueError:
             sep = ""
+        if sep and not math.isfinite(targets[name.strip()]):
+            raise click.BadParameter(f"the target must be a finite number, got {item!r}",
+                                     param_hint="--target")
         if not sep or not name.strip():
             raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--target")
     return targets
@@ -246,6 +279,8 @@ def parse_weights(text: str | None, count: int) -> list[float] | None:
                                  param_hint="--weights") from None
     if len(weights) != count:
         raise click.BadParameter(f"{len(weights)} weights for {count} objectives", param_hint="--weights")
+    if not all(math.isfinite(w) for w in weights):
+        raise click.BadParameter(f"weights must be finite numbers, got {text!r}", param_hint="--weights")
     return weights
 
 
@@ -278,8 +313,15 @@ def validate_cmd(plan_file: str, problem_file: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @friendly
 def schedule_cmd(plan_file: str, problem_file: str, as_json: bool) -> None:
-    """Simulate PLAN_FILE: makespan, critical path, slack and waves."""
+    """Simulate PLAN_FILE: makespan, critical path, slack and waves (exit 1, with the
+    validator's errors, when the plan is not valid)."""
     problem, plan = read_problem(problem_file), load_plan(plan_file)
+    errors = validate(problem, plan)
+    if errors:
+        for error in errors:
+            click.echo(f"{plan_file}: {error}", err=True)
+        click.echo(f"{plan_file}: not valid ({len(errors)} errors), so it is not scheduled", err=True)
+        sys.exit(EXIT_NO)
     sched = schedule(problem, plan)
     if as_json:
         click.echo(json.dumps({

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from evolve.defaults import RUNS_DIR
 from evolve.fitness.base import Fitness
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all
@@ -49,16 +50,43 @@ class RunOutcome:
     summary: dict[str, Any]
 
 
-def new_run_dir(root: str | Path = "runs") -> Path:
+def new_run_dir(root: str | Path = RUNS_DIR) -> Path:
     """A fresh folder under ``root`` named by the time, never reusing an existing one."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     base = Path(root)
     for n in range(1000):
         path = base / (stamp if n == 0 else f"{stamp}-{n}")
         if not path.exists():
-            path.mkdir(parents=True)
+            make_folder(path)
             return path
-    raise RuntimeError(f"cannot create a new run folder under {base}")
+    raise UsageError(f"cannot create a new run folder under {base}: 1,000 exist for this second")
+
+
+RUN_FILES = ("events.jsonl", "checkpoint.json", "checkpoint.pkl", "summary.json", "best.json",
+             "problem.json", "report.html")
+"""What a run writes into its folder: a folder holding any of them holds a run."""
+
+
+def make_folder(path: Path) -> None:
+    """``mkdir -p``, with a one-line error naming the folder instead of a traceback."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{path}: exists and is not a folder, so it cannot be a run folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot create the run folder ({exc.strerror or exc})") from None
+
+
+def prepare_folder(path: Path, *, resume: bool, overwrite: bool) -> None:
+    """Make the run folder; refuse to write over a run in it unless resuming or told to."""
+    make_folder(path)
+    held = [name for name in RUN_FILES if (path / name).exists()]
+    if held and not resume:
+        if not overwrite:
+            raise UsageError(f"{path}: already holds a run ({', '.join(held)}); continue it with "
+                             "--resume, choose another --out, or overwrite it with --force")
+        for name in held:
+            (path / name).unlink()
 
 
 def dump_json(data: Any) -> str:
@@ -76,6 +104,7 @@ def run_search(
     proposer_share: float = 0.0,
     out_dir: str | Path | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     on_generation: Callable[[dict[str, Any]], None] | None = None,
     extra_summary: Callable[[], dict[str, Any]] | None = None,
     htn_fallback: DecompositionFallback | None = None,
@@ -85,7 +114,8 @@ def run_search(
     With ``resume=True`` the search continues from ``out_dir``'s checkpoint, which
     must have been made for the same problem, objectives and options. An HTN domain
     (:class:`~evolve.problems.htn.HtnProblem`) is searched by its own algorithm, which asks
-    ``htn_fallback`` (if given) for decompositions no method covers.
+    ``htn_fallback`` (if given) for decompositions no method covers. A folder that
+    already holds a run is refused unless resumed or ``overwrite=True``.
     """
     fitnesses = list(fitnesses) if fitnesses is not None else resolve_all(DEFAULT_OBJECTIVES)
     # an integer RCPSP gets the activity-list GA unless the caller asks for operators or a proposer
@@ -101,7 +131,7 @@ def run_search(
     if resume and out_dir is None:
         raise UsageError("resuming needs the run folder")
     out = Path(out_dir) if out_dir is not None else new_run_dir()
-    out.mkdir(parents=True, exist_ok=True)
+    prepare_folder(out, resume=resume, overwrite=overwrite)
     identity = {
         "problem": fingerprint(problem_to_dict(problem)),
         "options": fingerprint(options.fingerprint()),
