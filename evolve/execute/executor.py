@@ -80,7 +80,7 @@ class ExecuteOptions:
 
 
 def task_policy(task: Task) -> Policy:
-    policy = getattr(task, "on_failure", defaults.ON_FAILURE)
+    policy = task.on_failure
     for known in POLICIES[1:]:
         if policy == known:
             return known
@@ -88,8 +88,7 @@ def task_policy(task: Task) -> Policy:
 
 
 def task_assumes(task: Task) -> tuple[str, ...]:
-    found = getattr(task, "assumes", ())
-    return (found,) if isinstance(found, str) else tuple(found or ())
+    return tuple(task.assumes)
 
 
 @dataclass
@@ -470,7 +469,7 @@ class Executor:
         attempt = self.state.attempts.get(task.id, 0) + 1
         now = self.clock.now()
         # a dry run has no deadlines: its clock counts the catalog's units, not seconds
-        timeout = math.inf if self.simulate else getattr(task, "timeout", None) or self.options.timeout
+        timeout = math.inf if self.simulate else task.timeout or self.options.timeout
         deadline = now + timeout
         self.hook("before_dispatch", task.id)
         inputs = self.bind(task)
@@ -624,7 +623,7 @@ class Executor:
         failures = self.state.failures.get(task.id, 0) + 1
         first = self.state.first_failure.get(task.id, finished)
         delay = min(self.options.backoff * 2 ** (failures - 1), self.options.backoff_cap)
-        retries = int(getattr(task, "retries", defaults.RETRIES) or 0)
+        retries = task.retries
         if retryable and failures <= retries and finished + delay - first <= self.options.retry_window:
             retry_at = finished + delay
             self.emit(
