@@ -54,24 +54,33 @@ def unreachable_criteria(problem: Problem) -> list[str]:
     return lines
 
 
-def why_not(problem: Problem, fact: str, known: set[str], approval: bool) -> str:
+def why_not(problem: Problem, fact: str, known: set[str], approval: bool,
+            depth: int = 0, seen: frozenset[str] = frozenset()) -> str:
+    """Why no plan can know ``fact``, following an unreachable input down to what blocks it
+    (a few levels, the first producers at each)."""
     producers = [t for t in problem.tools.values() if fact in t.outputs]
     if not producers:
         return "no tool in the catalog produces it"
+    shown = 3 if depth == 0 else 2
     reasons = []
-    for tool in producers[:3]:
+    for tool in producers[:shown]:
         if not usable(problem, tool):
             reasons.append(f"{tool.name} needs scope {tool.scope!r}, which is not granted")
             continue
         missing = [i for i in tool.inputs if i not in known]
         if missing:
-            made = any(missing[0] in t.outputs for t in problem.tools.values())
-            reasons.append(f"{tool.name} needs {missing[0]!r}, which "
-                           f"{'cannot be reached' if made else 'no tool produces'}")
+            need = missing[0]
+            if not any(need in t.outputs for t in problem.tools.values()):
+                reasons.append(f"{tool.name} needs {need!r}, which no tool produces")
+            elif depth < 2 and need not in seen:
+                deeper = why_not(problem, need, known, approval, depth + 1, seen | {fact})
+                reasons.append(f"{tool.name} needs {need!r}, which cannot be reached ({deeper})")
+            else:
+                reasons.append(f"{tool.name} needs {need!r}, which cannot be reached")
         elif needs_approval(problem, tool) and not approval:
             has_tool = any(t.risk == "approval" for t in problem.tools.values())
             lack = "no approval tool can run" if has_tool else "the catalog has no approval tool"
             reasons.append(f"{tool.name} is a write, which needs an approval, and {lack}")
-    if len(producers) > 3:
-        reasons.append(f"and {len(producers) - 3} more producers")
+    if len(producers) > shown:
+        reasons.append(f"and {len(producers) - shown} more producers")
     return "; ".join(reasons)

@@ -43,3 +43,8 @@ def exits(problem: Problem, plan: Plan, context: Context) -> float:
 @fitness(direction="min", low=0)
 def tasks(problem: Problem, plan: Plan, context: Context) -> float:
     return float(len(plan.tasks))
+
+
+@fitness(direction="min", low=0)
+def always_raises(problem: Problem, plan: Plan, context: Context) -> float:
+    raise RuntimeError("this objective always fails")
