@@ -223,8 +223,10 @@ def test_infeasible_problem_is_refused_with_the_reason(
 
 
 def test_a_one_task_template_without_criteria_runs(tmp_path: Path) -> None:
-    path = problem_with(tmp_path, lambda d: (d.pop("criteria"), template(
-        [{"id": "t1", "tool": "orders.get", "inputs": {"order_id": "$order_id"}}])(d)))
+    def change(doc: dict[str, Any]) -> None:
+        doc.pop("criteria")
+        template([{"id": "t1", "tool": "orders.get", "inputs": {"order_id": "$order_id"}}])(doc)
+    path = problem_with(tmp_path, change)
     result = invoke("run", path, *QUICK, "--out", tmp_path / "run", "--json")
     assert result.exit_code == 0, result.output
 
@@ -367,7 +369,7 @@ json_values = st.recursive(
 
 @st.composite
 def mutated_problems(draw: st.DrawFn) -> dict[str, Any]:
-    doc = json.loads(json.dumps(BASE))
+    doc: dict[str, Any] = json.loads(json.dumps(BASE))
     for _ in range(draw(st.integers(1, 3))):
         target: Any = doc
         keys: list[Any] = []
