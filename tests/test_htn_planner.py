@@ -175,7 +175,7 @@ def test_a_domain_without_a_plan_is_refused_by_run(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(doc(goal="loop", operators={"tick": {"duration": 1}},
                                        methods={"again": {"task": "loop", "subtasks": ["tick", "loop"]}})))
     result = CliRunner().invoke(cli, ["run", str(path), "--jobs", "1", "--out", str(tmp_path / "r")])
-    assert result.exit_code == 2
+    assert result.exit_code == 3
     assert "no plan: max_depth 12 reached" in result.output
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from evolve.fitness.evaluation import Evaluation
-from evolve.model.errors import EvolveError
+from evolve.model.errors import InfeasibleProblem
 from evolve.model.patch import diff_plans
 from evolve.model.plan import Plan, plan_hash
 from evolve.problems.htn.fallback import DecompositionFallback
@@ -38,8 +38,8 @@ OPERATOR = "htn"
 CROSSOVER_RATE = 0.3
 
 
-class NoPlanError(EvolveError):
-    """The domain's goal has no decomposition from its initial state."""
+class NoPlanError(InfeasibleProblem):
+    """The domain's goal has no decomposition from its initial state (exit status 3)."""
 
 
 class RandomChooser:
