@@ -214,6 +214,14 @@ def progress(as_json: bool) -> Any:
     default=None,
     help="With --dispatcher dask: a running scheduler (default: a local cluster on 127.0.0.1).",
 )
+@click.option(
+    "--journal-sync",
+    type=click.Choice(("FULL", "NORMAL")),
+    default=defaults.EXECUTE_JOURNAL_SYNC,
+    show_default=True,
+    help="FULL: every journal commit reaches the disk before the call it records "
+    "(survives a lost machine); NORMAL: survives a killed process, commits faster.",
+)
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @click.option("--json", "as_json", is_flag=True, help="Print outcome.json.")
 @friendly
@@ -236,6 +244,7 @@ def execute(
     llm_model: str | None,
     dispatcher_name: str,
     scheduler_address: str | None,
+    journal_sync: str,
     no_report: bool,
     as_json: bool,
 ) -> None:
@@ -275,7 +284,13 @@ def execute(
                 raise click.UsageError("give --tools MODULE:ATTR (or --simulate for a dry run)")
             problem = load_problem(problem_file)
             plan = load_plan(plan_file)
-            options = ExecuteOptions(max_steps=max_steps, max_replans=max_replans, seed=seed, timeout=timeout)
+            options = ExecuteOptions(
+                max_steps=max_steps,
+                max_replans=max_replans,
+                seed=seed,
+                timeout=timeout,
+                journal_sync=journal_sync,
+            )
             folder = Path(out_dir) if out_dir is not None else new_run_dir(runs_root())
             facts = parse_facts(fact_items)
             unset = [f for f in problem.initial if f not in facts]

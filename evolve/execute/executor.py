@@ -26,13 +26,13 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
 from evolve import defaults
 from evolve.execute.dispatch import Dispatcher, Job, Result
-from evolve.execute.journal import Journal, Revision, TaskRow, dumps
+from evolve.execute.journal import Dispatch, Journal, Revision, Settle, TaskRow, dumps
 from evolve.execute.outcome import PlanDiff, build_outcome
 from evolve.execute.readiness import POLICIES, Policy, When, aggregate, decide
 from evolve.execute.replan import Replanner, pending_plan, signature, situation, translate
@@ -66,12 +66,15 @@ class ExecuteOptions:
     backoff: float = defaults.EXECUTE_BACKOFF
     backoff_cap: float = defaults.EXECUTE_BACKOFF_CAP
     retry_window: float = defaults.EXECUTE_RETRY_WINDOW
+    journal_sync: str = defaults.EXECUTE_JOURNAL_SYNC
 
     def __post_init__(self) -> None:
         if self.max_steps < 1 or self.max_replans < 0:
             raise ValueError(
                 f"max_steps must be >= 1 and max_replans >= 0, got {self.max_steps}, {self.max_replans}"
             )
+        if self.journal_sync not in ("FULL", "NORMAL"):
+            raise ValueError(f"journal sync must be FULL or NORMAL, got {self.journal_sync!r}")
         if self.timeout <= 0 or self.backoff < 0 or self.backoff_cap < 0 or self.retry_window < 0:
             raise ValueError("timeout must be > 0 and backoff, backoff_cap, retry_window >= 0")
 
@@ -263,8 +266,7 @@ class Executor:
                 if self.stop is None and self.state.replan is None:
                     self.dispatch_ready()
                 if self.dispatcher.running():
-                    for result in self.dispatcher.collect(self.next_wake()):
-                        self.on_result(result)
+                    self.on_results(self.dispatcher.collect(self.next_wake()))
                     self.events_file.flush()
                     continue
                 if self.stop is not None:
@@ -426,29 +428,34 @@ class Executor:
         if self.delayed or self.dirty:
             self.settle()
         slots = self.capacity.limits[0]
+        running = self.dispatcher.running()
         aside = []
-        while self.ready and self.dispatcher.running() < slots:
+        batch: list[Task] = []
+        while self.ready and running + len(batch) < slots:
             item = heapq.heappop(self.ready)
             tid = item[2]
             if self.state.status.get(tid) != "pending":
                 self.queued.discard(tid)
                 continue
             demand = demand_vector(self.problem, self.tasks[tid].tool, self.capacity)
-            if any(
-                h + d > cap + EPS for h, d, cap in zip(self.held[1:], demand[1:], self.capacity.limits[1:])
-            ):
+            limits = self.capacity.limits
+            if any(h + d > cap + EPS for h, d, cap in zip(self.held[1:], demand[1:], limits[1:])):
                 aside.append(item)
                 continue
-            if self.steps >= self.options.max_steps:
+            if self.steps + len(batch) >= self.options.max_steps:
                 heapq.heappush(self.ready, item)
                 self.stop = Stop(
                     "step_budget", f"--max-steps {self.options.max_steps} spent with {tid} ready to run"
                 )
                 break
             self.queued.discard(tid)
-            self.dispatch(self.tasks[tid], demand)
+            self.demands[tid] = demand
+            self.held = [h + d for h, d in zip(self.held, demand)]
+            batch.append(self.tasks[tid])
         for item in aside:
             heapq.heappush(self.ready, item)
+        if batch:
+            self.dispatch(batch)
 
     def bind(self, task: Task) -> dict[str, Any]:
         """The task's inputs with every reference replaced by its value (``None``: an output a
@@ -464,24 +471,20 @@ class Executor:
                 bound[key] = self.state.outputs.get(ref.task, {}).get(ref.fact)
         return bound
 
-    def dispatch(self, task: Task, demand: tuple[float, ...]) -> None:
-        tool = self.problem.tools[task.tool]
-        attempt = self.state.attempts.get(task.id, 0) + 1
+    def dispatch(self, batch: list[Task]) -> None:
+        """Make the calls of ``batch``: their dispatch records first, in one transaction (a whole
+        wave of ready tasks costs one sync to the disk), then the calls."""
         now = self.clock.now()
-        # a dry run has no deadlines: its clock counts the catalog's units, not seconds
-        timeout = math.inf if self.simulate else task.timeout or self.options.timeout
-        deadline = now + timeout
-        self.hook("before_dispatch", task.id)
-        inputs = self.bind(task)
-        call_id, events = self.journal.dispatch(
-            task.id,
-            attempt,
-            task.tool,
-            tool.risk,
-            task.idempotency_key,
-            dumps(inputs),
-            now,
-            self.event(
+        jobs = []
+        records = []
+        for task in batch:
+            tool = self.problem.tools[task.tool]
+            attempt = self.state.attempts.get(task.id, 0) + 1
+            # a dry run has no deadlines: its clock counts the catalog's units, not seconds
+            timeout = math.inf if self.simulate else task.timeout or self.options.timeout
+            self.hook("before_dispatch", task.id)
+            inputs = self.bind(task)
+            event = self.event(
                 "step.start",
                 task=task.id,
                 tool=task.tool,
@@ -489,59 +492,73 @@ class Executor:
                 attempt=attempt,
                 idempotency_key=task.idempotency_key,
                 revision=self.state.revision,
-            ),
-        )
-        self.emit(events)
-        self.state.status[task.id] = "dispatched"
-        self.state.attempts[task.id] = attempt
-        self.steps += 1
-        self.hook("dispatched", task.id)
-        self.demands[task.id] = demand
-        self.held = [h + d for h, d in zip(self.held, demand)]
-        call = Call(
-            task_id=task.id,
-            attempt=attempt,
-            idempotency_key=task.idempotency_key,
-            deadline=self.clock.wall_deadline(deadline),
-            tool=task.tool,
-        )
-        self.dispatcher.submit(
-            Job(
-                call_id=call_id,
-                task_id=task.id,
-                tool=task.tool,
-                fn=self.tools[task.tool],
-                inputs=inputs,
-                call=call,
-                started=now,
-                deadline=deadline,
-                duration=tool.duration,
             )
-        )
+            records.append(
+                Dispatch(
+                    task.id, attempt, task.tool, tool.risk, task.idempotency_key, dumps(inputs), now, event
+                )
+            )
+            call = Call(
+                task_id=task.id,
+                attempt=attempt,
+                idempotency_key=task.idempotency_key,
+                deadline=self.clock.wall_deadline(now + timeout),
+                tool=task.tool,
+            )
+            jobs.append(
+                Job(
+                    call_id=0,
+                    task_id=task.id,
+                    tool=task.tool,
+                    fn=self.tools[task.tool],
+                    inputs=inputs,
+                    call=call,
+                    started=now,
+                    deadline=now + timeout,
+                    duration=tool.duration,
+                )
+            )
+        ids, events = self.journal.dispatch_many(records)
+        self.emit(events)
+        for call_id, job in zip(ids, jobs):
+            self.state.status[job.task_id] = "dispatched"
+            self.state.attempts[job.task_id] = job.call.attempt
+            self.steps += 1
+            self.hook("dispatched", job.task_id)
+            self.dispatcher.submit(replace(job, call_id=call_id))
 
     # -- results -----------------------------------------------------------------------------
 
-    def on_result(self, result: Result) -> None:
-        job = result.job
-        task = self.tasks[job.task_id]
-        demand = self.demands.pop(task.id, None)
-        if demand is not None:
-            self.held = [h - d for h, d in zip(self.held, demand)]
-        self.hook("before_commit", task.id)
-        kind, outputs, error = result.kind, result.outputs, result.error
-        if kind == "ok":
-            outputs_json, error = self.check_outputs(task, outputs)
-            if outputs_json is not None:
-                self.done(
-                    task, job.call_id, "done", outputs_json, job.started, result.finished, job.call.attempt
-                )
-                self.hook("after_commit", task.id)
-                return
-            kind = "exception"
-        self.failed(
-            task, job.call_id, kind, error or "failed", result.retryable, job.started, result.finished
-        )
-        self.hook("after_commit", task.id)
+    def on_results(self, results: list[Result]) -> None:
+        """Commit what came back: the calls that succeeded in one transaction (outputs and
+        ``done`` for each), each failure on its own (it may retry, fail for good or replan)."""
+        done: list[tuple[Task, Result, str]] = []
+        failed: list[tuple[Task, Result, str, str]] = []
+        for result in results:
+            task = self.tasks[result.job.task_id]
+            demand = self.demands.pop(task.id, None)
+            if demand is not None:
+                self.held = [h - d for h, d in zip(self.held, demand)]
+            self.hook("before_commit", task.id)
+            kind, error = result.kind, result.error or "failed"
+            if kind == "ok":
+                outputs_json, error = self.check_outputs(task, result.outputs)
+                if outputs_json is not None:
+                    done.append((task, result, outputs_json))
+                    continue
+                kind = "exception"
+            failed.append((task, result, kind, error))
+        if done:
+            self.done(
+                [
+                    (task, r.job.call_id, "done", out, r.job.started, r.finished, r.job.call.attempt)
+                    for task, r, out in done
+                ]
+            )
+        for task, r, why, error in failed:
+            self.failed(task, r.job.call_id, why, error, r.retryable, r.job.started, r.finished)
+        for result in results:
+            self.hook("after_commit", result.job.task_id)
 
     def check_outputs(self, task: Task, outputs: Mapping[str, Any] | None) -> tuple[str | None, str]:
         """The outputs as JSON, or why they cannot be kept (a declared output missing, or a value
@@ -555,43 +572,30 @@ class Executor:
         except (TypeError, ValueError) as exc:
             return None, f"returned outputs that are not JSON data ({exc})"
 
-    def done(
-        self,
-        task: Task,
-        call_id: int,
-        call_status: str,
-        outputs_json: str,
-        started: float,
-        finished: float,
-        attempt: int,
-    ) -> None:
-        tool = self.problem.tools[task.tool]
-        self.emit(
-            self.journal.settle(
-                call_id,
-                task.id,
-                call_status=call_status,
-                task_status="done",
-                outputs_json=outputs_json,
-                error=None,
+    def done(self, items: list[tuple[Task, int, str, str, float, float, int]]) -> None:
+        """Tasks done, ``(task, call_id, call_status, outputs_json, started, finished, attempt)``
+        each, in one transaction."""
+        settles = []
+        for task, call_id, call_status, outputs_json, started, finished, attempt in items:
+            tool = self.problem.tools[task.tool]
+            event = self.event(
+                "step.end",
+                task=task.id,
+                tool=task.tool,
+                risk=tool.risk,
+                attempt=attempt,
+                status="reconciled" if call_status == "reconciled" else "done",
+                started=started,
                 finished=finished,
-                events=[
-                    self.event(
-                        "step.end",
-                        task=task.id,
-                        tool=task.tool,
-                        risk=tool.risk,
-                        attempt=attempt,
-                        status="reconciled" if call_status == "reconciled" else "done",
-                        started=started,
-                        finished=finished,
-                    )
-                ],
             )
-        )
-        self.state.status[task.id] = "done"
-        self.state.outputs[task.id] = json.loads(outputs_json)
-        self.mark_successors(task.id)
+            settles.append(
+                Settle(call_id, task.id, call_status, "done", outputs_json, None, finished, events=(event,))
+            )
+        self.emit(self.journal.settle_many(settles))
+        for task, _, _, outputs_json, *_ in items:
+            self.state.status[task.id] = "done"
+            self.state.outputs[task.id] = json.loads(outputs_json)
+            self.mark_successors(task.id)
 
     def failed(
         self,
@@ -689,15 +693,8 @@ class Executor:
         outputs_json, _ = self.check_outputs(task, found)
         if outputs_json is None:
             return None
-        self.done(
-            task,
-            call_id,
-            "reconciled",
-            outputs_json,
-            started,
-            self.clock.now(),
-            self.state.attempts.get(task.id, 1),
-        )
+        attempt = self.state.attempts.get(task.id, 1)
+        self.done([(task, call_id, "reconciled", outputs_json, started, self.clock.now(), attempt)])
         return True
 
     def fail_for_good(

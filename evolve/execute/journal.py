@@ -108,6 +108,36 @@ class Revision:
     created: float
 
 
+@dataclass(frozen=True)
+class Dispatch:
+    """A call about to be made, as its dispatch record holds it."""
+
+    task_id: str
+    attempt: int
+    tool: str
+    risk: str
+    key: str | None
+    inputs_json: str
+    started: float
+    event: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Settle:
+    """A call's result (or a task settled without a call: ``call_id`` ``None``)."""
+
+    call_id: int | None
+    task_id: str
+    call_status: str
+    task_status: str
+    outputs_json: str | None
+    error: str | None
+    finished: float | None
+    failures: int | None = None
+    first_failure: float | None = None
+    events: tuple[dict[str, Any], ...] = ()
+
+
 TASK_COLUMNS = (
     "task_id",
     "revision",
@@ -277,32 +307,38 @@ class Journal:
             self.put_meta(db, meta)
             return self.add_events(db, events)
 
-    def dispatch(
-        self,
-        task_id: str,
-        attempt: int,
-        tool: str,
-        risk: str,
-        key: str | None,
-        inputs_json: str,
-        started: float,
-        event: dict[str, Any],
-    ) -> tuple[int, list[dict[str, Any]]]:
-        """The dispatch record, committed before the call is made: returns the call's id."""
-        call_id = self.next_call
+    def dispatch(self, item: Dispatch) -> tuple[int, list[dict[str, Any]]]:
+        """One dispatch record, committed before the call is made: the call's id and events."""
+        ids, events = self.dispatch_many([item])
+        return ids[0], events
+
+    def dispatch_many(self, items: Sequence[Dispatch]) -> tuple[list[int], list[dict[str, Any]]]:
+        """The dispatch records of calls about to be made together, in one transaction (one sync
+        to the disk for a whole wave of ready tasks): the calls' ids and the events."""
+        ids = list(range(self.next_call, self.next_call + len(items)))
         with self.transaction() as db:
-            db.execute(
-                "INSERT INTO calls (call_id, task_id, attempt, tool, risk, idempotency_key, status, "
-                "inputs, started) VALUES (?, ?, ?, ?, ?, ?, 'dispatched', ?, ?)",
-                (call_id, task_id, attempt, tool, risk, key, inputs_json, started),
-            )
-            db.execute(
-                "UPDATE tasks SET status = 'dispatched', attempts = ?, started = ? WHERE task_id = ?",
-                (attempt, started, task_id),
-            )
-            events = self.add_events(db, [event])
-        self.next_call += 1
-        return call_id, events
+            for call_id, item in zip(ids, items):
+                db.execute(
+                    "INSERT INTO calls (call_id, task_id, attempt, tool, risk, idempotency_key, status, "
+                    "inputs, started) VALUES (?, ?, ?, ?, ?, ?, 'dispatched', ?, ?)",
+                    (
+                        call_id,
+                        item.task_id,
+                        item.attempt,
+                        item.tool,
+                        item.risk,
+                        item.key,
+                        item.inputs_json,
+                        item.started,
+                    ),
+                )
+                db.execute(
+                    "UPDATE tasks SET status = 'dispatched', attempts = ?, started = ? WHERE task_id = ?",
+                    (item.attempt, item.started, item.task_id),
+                )
+            events = self.add_events(db, [item.event for item in items])
+        self.next_call += len(items)
+        return ids, events
 
     def settle(
         self,
@@ -321,20 +357,48 @@ class Journal:
     ) -> list[dict[str, Any]]:
         """A call's result and its task's new status in one transaction (``call_id`` ``None``:
         a task settled without a call, e.g. skipped)."""
+        item = Settle(
+            call_id,
+            task_id,
+            call_status,
+            task_status,
+            outputs_json,
+            error,
+            finished,
+            failures,
+            first_failure,
+            tuple(events),
+        )
+        return self.settle_many([item], meta)
+
+    def settle_many(
+        self, items: Sequence[Settle], meta: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Results of calls that came back together, in one transaction: each call's outputs and
+        its task's status change together, and all of them or none."""
         with self.transaction() as db:
-            if call_id is not None:
+            for item in items:
+                if item.call_id is not None:
+                    db.execute(
+                        "UPDATE calls SET status = ?, outputs = ?, error = ?, finished = ? WHERE call_id = ?",
+                        (item.call_status, item.outputs_json, item.error, item.finished, item.call_id),
+                    )
                 db.execute(
-                    "UPDATE calls SET status = ?, outputs = ?, error = ?, finished = ? WHERE call_id = ?",
-                    (call_status, outputs_json, error, finished, call_id),
+                    "UPDATE tasks SET status = ?, outputs = COALESCE(?, outputs), error = ?, "
+                    "finished = COALESCE(?, finished), failures = COALESCE(?, failures), "
+                    "first_failure = COALESCE(first_failure, ?) WHERE task_id = ?",
+                    (
+                        item.task_status,
+                        item.outputs_json,
+                        item.error,
+                        item.finished,
+                        item.failures,
+                        item.first_failure,
+                        item.task_id,
+                    ),
                 )
-            db.execute(
-                "UPDATE tasks SET status = ?, outputs = COALESCE(?, outputs), error = ?, "
-                "finished = COALESCE(?, finished), failures = COALESCE(?, failures), "
-                "first_failure = COALESCE(first_failure, ?) WHERE task_id = ?",
-                (task_status, outputs_json, error, finished, failures, first_failure, task_id),
-            )
             self.put_meta(db, meta)
-            return self.add_events(db, events)
+            return self.add_events(db, [event for item in items for event in item.events])
 
     def record(
         self, events: Iterable[dict[str, Any]], meta: Mapping[str, Any] | None = None

@@ -111,7 +111,7 @@ def start_run(
     path = out_dir / JOURNAL
     if path.exists():
         raise EvolveError(f"{out_dir}: already holds a run (continue it with --resume {out_dir})")
-    journal = Journal(path)
+    journal = Journal(path, sync=options.journal_sync)
     (out_dir / "problem.json").write_text(_dump(problem_to_dict(problem)))
     (out_dir / "plan.json").write_text(_dump(plan.to_dict()))
     clock = clock_for(simulate, 0.0)
@@ -168,8 +168,9 @@ def resume_run(
     journal, meta, problem = read_run(run_dir)
     try:
         options = ExecuteOptions(**meta["options"])
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise JournalError(f"{run_dir / JOURNAL}: options not understood ({exc})") from None
+    journal.db.execute(f"PRAGMA synchronous={options.journal_sync}")
     simulate = bool(meta.get("simulate"))
     revisions = journal.revisions()
     plan_tools = {task["tool"] for rev in revisions for task in rev.plan.get("tasks", [])}
