@@ -442,3 +442,77 @@ def test_bad_fail_rates_are_refused(bad: str) -> None:
 
     with pytest.raises(EvolveError, match="--fail"):
         parse_fail_rates([bad], problem_from_dict(CHAIN))
+
+
+# -- the LLM operator as the replanner ---------------------------------------------------------
+
+
+def test_the_llm_operator_replans_through_a_real_endpoint(tmp_path: Path) -> None:
+    from evolve.execute import ProposerReplanner
+    from evolve.llm import make_llm_operator
+    from evolve.llm.testing import Scripted, ScriptedServer
+
+    seen: list[dict[str, Any]] = []
+
+    def script(body: dict[str, Any], count: int) -> Scripted:
+        seen.append(body)
+        patch = {
+            "add": [{"id": "n1", "tool": "make_a_slowly", "inputs": {"x": "$x"}}],
+            "update": [{"id": "t2", "deps": ["n1"], "inputs": {"a": "$n1.a"}}],
+            "reason": "make_a is gone: make 'a' the slow way",
+        }
+        return Scripted(json.dumps(patch))
+
+    with ScriptedServer(script) as server:
+        operator = make_llm_operator(
+            server.url,
+            "scripted-model",
+            cache_dir=tmp_path / "cache",
+            mode="patch",
+            timeout=5.0,
+            backoff=0.01,
+        )
+        with operator:
+            outcome, events = simulate(
+                tmp_path,
+                CHAIN,
+                chain_plan("replan"),
+                fail={"make_a": 1.0},
+                replanner=ProposerReplanner(operator),
+            )
+    assert outcome["reason"] == "goal_met", outcome["message"]
+    assert len(seen) == 1
+    draft = next(e for e in events if e["event"] == "plan.draft")
+    assert draft["replanner"] == operator.name
+    ran = [t["tool"] for t in outcome["tasks"].values() if t["status"] == "done"]
+    assert ran.count("make_a_slowly") == 1 and "make_c" in ran
+
+
+def test_an_llm_reply_that_makes_no_valid_plan_ends_the_run_with_no_plan(tmp_path: Path) -> None:
+    from evolve.execute import ProposerReplanner
+    from evolve.llm import make_llm_operator
+    from evolve.llm.testing import Scripted, ScriptedServer
+
+    def script(body: dict[str, Any], count: int) -> Scripted:
+        return Scripted(
+            json.dumps({"add": [{"id": "z", "tool": "teleport", "inputs": {}}], "reason": "magic"})
+        )
+
+    with ScriptedServer(script) as server:
+        operator = make_llm_operator(
+            server.url,
+            "scripted-model",
+            cache_dir=tmp_path / "cache",
+            mode="patch",
+            timeout=5.0,
+            backoff=0.01,
+        )
+        with operator:
+            outcome, _ = simulate(
+                tmp_path,
+                CHAIN,
+                chain_plan("replan"),
+                fail={"make_a": 1.0},
+                replanner=ProposerReplanner(operator),
+            )
+    assert outcome["reason"] == "no_plan"
