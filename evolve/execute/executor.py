@@ -32,7 +32,7 @@ from typing import IO, Any
 
 from evolve import defaults
 from evolve.execute.dispatch import Dispatcher, Job, Result
-from evolve.execute.journal import Dispatch, Journal, Revision, Settle, TaskRow, dumps
+from evolve.execute.journal import Dispatch, Journal, JournalError, Revision, Settle, TaskRow, dumps
 from evolve.execute.outcome import PlanDiff, build_outcome
 from evolve.execute.readiness import POLICIES, Policy, When, aggregate, decide
 from evolve.execute.replan import Replanner, pending_plan, signature, situation, translate
@@ -174,7 +174,6 @@ class Executor:
         cls, problem: Problem, plan: Plan, journal: Journal, meta: Mapping[str, Any], **kwargs: Any
     ) -> Executor:
         """A new run of ``plan``: revision 0 committed with every task pending."""
-        journal.start(meta)
         (kwargs["run_dir"] / "events.jsonl").write_text("")
         state = State(
             plan=plan,
@@ -188,7 +187,9 @@ class Executor:
             replan=None,
         )
         executor = cls(problem, journal, state, **kwargs)
-        executor.commit_revision(0, plan, patch=None, reason="the plan as given", invalidated=())
+        # what the run is, with its first revision: one transaction, so a journal either holds a
+        # run that can be resumed or nothing
+        executor.commit_revision(0, plan, patch=None, reason="the plan as given", invalidated=(), meta=meta)
         return executor
 
     @classmethod
@@ -197,7 +198,7 @@ class Executor:
         meta = journal.meta()
         revisions = journal.revisions()
         if not revisions:
-            raise ValueError(f"{journal.path}: the run never committed a plan; start it again")
+            raise JournalError(f"{journal.path}: the run never committed a plan; start it again")
         plan = plan_from_dict(revisions[-1].plan, str(journal.path), "revisions")
         rows = journal.tasks()
         state = State(
@@ -929,6 +930,7 @@ class Executor:
         reason: str,
         invalidated: Iterable[str],
         sig: str | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> None:
         """Commit a revision: new tasks' rows with their planned times, the invalidated tasks,
         the ``plan.diff`` and ``plan.commit`` events, and the replan request cleared."""
@@ -988,7 +990,7 @@ class Executor:
                 rows,
                 {tid: "invalidated" for tid in gone},
                 events,
-                meta={"replan": None, "excluded": sorted(self.state.excluded)},
+                meta={**(meta or {}), "replan": None, "excluded": sorted(self.state.excluded)},
             )
         )
         self.state.plan = plan

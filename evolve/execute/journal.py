@@ -251,11 +251,6 @@ class Journal:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def start(self, meta: Mapping[str, Any]) -> None:
-        """Record what the run is (problem, options, tools spec); only once per journal."""
-        with self.transaction() as db:
-            self.put_meta(db, meta)
-
     def commit_revision(
         self,
         revision: Revision,

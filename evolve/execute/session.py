@@ -109,9 +109,10 @@ def start_run(
             raise ToolError(f"no callable for {', '.join(missing)}")
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / JOURNAL
-    if path.exists():
-        raise EvolveError(f"{out_dir}: already holds a run (continue it with --resume {out_dir})")
     journal = Journal(path, sync=options.journal_sync)
+    if journal.meta():
+        journal.close()
+        raise EvolveError(f"{out_dir}: already holds a run (continue it with --resume {out_dir})")
     (out_dir / "problem.json").write_text(_dump(problem_to_dict(problem)))
     (out_dir / "plan.json").write_text(_dump(plan.to_dict()))
     clock = clock_for(simulate, 0.0)
