@@ -31,6 +31,7 @@ from evolve.model.files import problem_from_dict, problem_to_dict
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 from evolve.model.validate import validate
+from evolve.scheduling.kernel import warm_up
 
 JOURNAL = "journal.sqlite"
 
@@ -115,6 +116,7 @@ def start_run(
         raise EvolveError(f"{out_dir}: already holds a run (continue it with --resume {out_dir})")
     (out_dir / "problem.json").write_text(_dump(problem_to_dict(problem)))
     (out_dir / "plan.json").write_text(_dump(plan.to_dict()))
+    warm_up()  # the planned schedule's compiled kernel loads before the run's clock starts
     clock = clock_for(simulate, 0.0)
     meta = {
         "problem": problem_to_dict(problem),
@@ -184,6 +186,7 @@ def resume_run(
             raise ToolError(f"--tools {meta.get('tools')}: no callable for {', '.join(missing)}")
     events = journal.events()
     offset = float(events[-1].get("time", 0.0)) if events else 0.0
+    warm_up()
     clock = clock_for(simulate, offset)
     make = dispatcher or default_dispatcher
     return Executor.resume(
