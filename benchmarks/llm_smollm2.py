@@ -28,6 +28,7 @@ llama-cpp-python turns into a grammar).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -129,6 +130,23 @@ def start_server(model: Path, port: int, log: Path, threads: int) -> subprocess.
     raise SystemExit(f"the server did not come up in 180 s; see {log}")
 
 
+def warm_up(process: subprocess.Popen[bytes], url: str, log: Path) -> None:
+    """One tiny completion, so a server that dies on its first token says so here and not as a
+    run of 'connection' failures. A prebuilt or ``-march=native`` llama.cpp can die of SIGILL on
+    a CPU (or a sandbox) that refuses an instruction set it advertises, such as AMX."""
+    with contextlib.suppress(httpx.HTTPError):
+        httpx.post(f"{url}/chat/completions", timeout=120, json={
+            "model": MODEL_ALIAS, "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]})
+    time.sleep(0.5)
+    if process.poll() is not None:
+        raise SystemExit(
+            f"the server died on its first completion (exit {process.returncode}; see {log}). "
+            "If that is -4 (SIGILL), rebuild llama-cpp-python without native CPU features: "
+            "CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF "
+            "-DGGML_AMX_INT8=OFF' pip install --force-reinstall --no-deps --no-cache-dir "
+            "llama-cpp-python")
+
+
 def evaluation_of(event: dict[str, Any]) -> Evaluation:
     return Evaluation(values=event.get("values", {}), feasible=bool(event.get("feasible")),
                       errors=tuple(event.get("errors", ())), failed=event.get("failed"))
@@ -148,7 +166,8 @@ def run_outcome(out: Path, ranking: Ranking, usage: dict[str, Any] | None) -> di
     calls = len(guided)
     tokens = usage["tokens"]["total"] if usage is not None and "tokens" in usage else 0
     return {"calls": calls, "accepted": len(accepted), "improvements": len(improved),
-            "tokens": tokens, "best": summary["best"], "usage": usage}
+            "tokens": tokens, "best": summary["best"], "usage": usage,
+            "evaluations": summary["evaluations"]}
 
 
 def search(problem: Problem, options: SearchOptions, out: Path, proposer: Proposer | None,
@@ -221,7 +240,8 @@ def one_seed(seed: int, args: argparse.Namespace, problem: Problem, url: str | N
         found = best_of_n(llm, problem, start, args.max_calls, context, seed)
     results["best-of-N"] = {
         "calls": found.calls, "accepted": found.accepted, "improvements": found.improvements,
-        "tokens": found.tokens, "best": {**found.evaluation.to_dict()}, "usage": llm.usage_summary()}
+        "tokens": found.tokens, "best": {**found.evaluation.to_dict()}, "usage": llm.usage_summary(),
+        "evaluations": found.accepted}
     return results
 
 
@@ -235,12 +255,12 @@ def first_best(problem: Problem, seed: int, args: argparse.Namespace, out: Path)
 def table(runs: dict[int, dict[str, Any]], ranking: Ranking) -> list[str]:
     """The measured table: one row per mode, each figure over the seeds."""
     lines = ["| mode | replies accepted | improvements per call | tokens per accepted improvement "
-             "| final best: feasible, makespan (mean ± sd) |",
-             "|---|---|---|---|---|"]
+             "| final best: feasible, makespan (mean ± sd) | plans scored (mean) |",
+             "|---|---|---|---|---|---|"]
     for mode in MODES:
         rows = [r[mode] for r in runs.values() if mode in r]
         if not rows:
-            lines.append(f"| {mode} | not run | | | |")
+            lines.append(f"| {mode} | not run | | | | |")
             continue
         calls = sum(r["calls"] for r in rows)
         accepted = sum(r["accepted"] for r in rows)
@@ -254,7 +274,8 @@ def table(runs: dict[int, dict[str, Any]], ranking: Ranking) -> list[str]:
         per_token = (f"{tokens / improvements:,.0f}" if improvements and tokens
                      else ("-" if not tokens else "no improvement"))
         lines.append(f"| {mode} | {replies} | {spread(per_call)} | {per_token} | "
-                     f"{feasible}/{len(rows)}, {spread(makespans, 0)} |")
+                     f"{feasible}/{len(rows)}, {spread(makespans, 0)} | "
+                     f"{statistics.mean(r['evaluations'] for r in rows):.0f} |")
     return lines
 
 
@@ -326,11 +347,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               flush=True)
         server = start_server(model, port, out / "server.log", args.threads)
         url = f"http://127.0.0.1:{port}/v1"
+        warm_up(server, url, out / "server.log")
     began = time.perf_counter()
     runs: dict[int, dict[str, Any]] = {}
     try:
         for seed in seeds:
             runs[seed] = one_seed(seed, args, problem, url, out)
+            if server is not None and server.poll() is not None:
+                raise SystemExit(f"the server died during seed {seed} (exit {server.returncode}); "
+                                 f"see {out / 'server.log'}")
     finally:
         if server is not None:
             server.terminate()

@@ -29,10 +29,15 @@ def test_smollm2_search_completes_with_real_calls(tmp_path: Path) -> None:
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    report = bench.main(["--generations", "2", "--max-calls", "4", "--out", str(tmp_path)])
-    usage = report["usage"]
-    assert usage["calls"] == 4 and usage["failed_calls"] == 0
-    assert usage["patches_accepted"] + usage["patches_rejected"] == 4
-    assert usage["tokens"]["prompt"] > 0 and usage["tokens"]["completion"] > 0
-    assert set(usage["rejected_by_reason"]) <= set(REASONS)
-    assert report["llm_best"]["values"] and report["random_best"]["values"]
+    report = bench.main(["--seeds", "0", "--generations", "2", "--max-calls", "4",
+                         "--out", str(tmp_path)])
+    runs = report["runs"]["0"]
+    for mode in ("menu", "patch"):
+        usage = runs[mode]["usage"]
+        assert usage["calls"] == 4 and usage["failed_calls"] == 0
+        assert usage["patches_accepted"] + usage["patches_rejected"] == 4
+        assert usage["tokens"]["prompt"] > 0 and usage["tokens"]["completion"] > 0
+        assert set(usage["rejected_by_reason"]) <= set(REASONS)
+    assert runs["menu"]["usage"]["menu"]["picks"] == runs["menu"]["usage"]["patches_accepted"]
+    assert runs["best-of-N"]["calls"] == 4
+    assert any(line.startswith("Verdict:") for line in report["lines"])

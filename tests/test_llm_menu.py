@@ -296,3 +296,30 @@ def test_auto_switches_to_the_menu_once_patches_are_measured_to_fail(problem: Pr
              for b in server.requests]
     assert kinds == ["patch"] * 6 + ["menu"] * 3
     assert usage["rejected_by_reason"] == {"parse": 6} and usage["menu"]["picks"] == 3
+
+
+def test_a_resumed_auto_run_keeps_its_mode_and_its_menus(problem: Problem, serve: Any,
+                                                        tmp_path: Path) -> None:
+    server = serve(broken)
+
+    def operator(cache: str) -> LLMOperator:
+        return make_llm_operator(server.url, "mystery-model", cache_dir=tmp_path / cache,
+                                 mode="auto", timeout=5.0, concurrency=1)
+
+    def search(op: LLMOperator, out: str, generations: int, resume: bool = False) -> list[Any]:
+        options = SearchOptions(population=6, keep=3, generations=generations, seed=5, jobs=1)
+        with op:
+            run_search(problem, options=options, operators=STRUCTURAL, proposer=op,
+                       proposer_share=1.0, out_dir=tmp_path / out, resume=resume)
+        lines = (tmp_path / out / "events.jsonl").read_text().splitlines()
+        return [{**e, "llm": {k: v for k, v in e["llm"].items() if k != "latency_s"}}
+                if "llm" in e else e for e in map(json.loads, lines)]
+
+    whole_op = operator("a")
+    whole = search(whole_op, "whole", 4)
+    search(operator("b"), "split", 3)
+    resumed = operator("b")
+    split = search(resumed, "split", 4, resume=True)
+    assert split == whole
+    assert resumed.usage_summary()["switched_to_menu_after"] == 6
+    assert resumed.usage_summary()["menu"] == whole_op.usage_summary()["menu"]

@@ -143,7 +143,9 @@ def describe_edit(parent: Plan, child: Plan, limit: int = 3) -> str:
 
 
 def describe_effect(before: Evaluation, after: Evaluation, ranking: Ranking) -> str:
-    """What an edit does to the scores the run ranks by: "makespan 1750 -> 1600"."""
+    """What an edit does to the scores the run ranks by, and whether the ranking calls that
+    better: "makespan 1750 -> 1600 (better)". The verdict is the engine's, so even a model that
+    cannot compare numbers can read which lines improve the plan."""
     if after.failed is not None:
         return "evaluation fails"
     if before.failed is not None:
@@ -154,7 +156,9 @@ def describe_effect(before: Evaluation, after: Evaluation, ranking: Ranking) -> 
                and before.values[name] != after.values[name]]
     if before.feasible != after.feasible:
         changes.insert(0, "becomes feasible" if after.feasible else "becomes NOT feasible")
-    return ", ".join(changes) or "scores unchanged"
+    mine, theirs = ranking.key(after), ranking.key(before)
+    verdict = "better" if mine < theirs else "worse" if mine > theirs else "same rank"
+    return f"{', '.join(changes) or 'scores unchanged'} ({verdict})"
 
 
 def menu_schema(count: int) -> dict[str, Any]:

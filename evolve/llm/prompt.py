@@ -16,6 +16,7 @@ number formats): the reply cache is keyed by it, and a rerun must hit.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -128,8 +129,9 @@ def build_menu_messages(problem: Problem, parent: Scored, menu: str, count: int,
             {"role": "user", "content": render(templates.menu_user, values).strip()}]
 
 
+@functools.cache
 def default_ranking() -> Ranking:
-    """The ranking of a run given no ``--fitness`` and no ``--weights``."""
+    """The ranking of a run given no ``--fitness`` and no ``--weights`` (resolved once)."""
     return Ranking.of(resolve_all(DEFAULT_OBJECTIVES))
 
 
