@@ -70,7 +70,19 @@ def simulate(
     )
     outcome = executor.run()
     assert json.loads((out / "outcome.json").read_text()) == json.loads(json.dumps(outcome, default=str))
-    return outcome, events_of(out)
+    events = events_of(out)
+    no_retry_before_its_time(events)
+    return outcome, events
+
+
+def no_retry_before_its_time(events: list[dict[str, Any]]) -> None:
+    """Every retry starts at or after the retry_at its step.error announced."""
+    due: dict[str, float] = {}
+    for event in events:
+        if event["event"] == "step.error" and event["next"] == "retry" and event["retry_at"] is not None:
+            due[event["task"]] = event["retry_at"]
+        elif event["event"] == "step.start" and event["task"] in due:
+            assert event["time"] >= due.pop(event["task"]), event
 
 
 class FixedReplanner:
@@ -254,6 +266,26 @@ def test_retries_stop_at_the_end_of_their_window(tmp_path: Path) -> None:
     # each attempt takes 10; the first failure is at 10; waits 1, 2, 4 start attempts at 11, 23,
     # 37; the next wait (8) would start one at 55, 45 after the first failure: past the window
     assert starts == [0.0, 11.0, 23.0, 37.0]
+    assert outcome["reason"] == "task_failed"
+
+
+def test_a_replan_does_not_hurry_a_task_waiting_for_its_retry(tmp_path: Path) -> None:
+    doc = {**CHAIN, "tools": {**CHAIN["tools"], "other": {"duration": 20, "inputs": ["x"], "outputs": ["o"]}}}
+    plan = chain_plan("fail_plan", retries=1)
+    plan["tasks"].append({"id": "t0", "tool": "other", "inputs": {"x": "$x"}, "on_failure": "replan"})
+    again = Plan(tasks=tuple(plan_from_dict(chain_plan("fail_plan", retries=1)).tasks))
+    outcome, events = simulate(
+        tmp_path,
+        doc,
+        plan,
+        fail={"make_a": 1.0, "other": 1.0},
+        backoff=50.0,
+        backoff_cap=100.0,
+        replanner=FixedReplanner(again),
+    )
+    starts = [(e["task"], e["time"]) for e in events if e["event"] == "step.start"]
+    assert ("t1", 60.0) in starts  # failed at 10, retry due at 60; the replan at 20 kept t1 waiting
+    assert outcome["revisions"][0]["removed"] == []  # t1, t2, t3 kept: the same tasks
     assert outcome["reason"] == "task_failed"
 
 

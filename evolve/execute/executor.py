@@ -158,6 +158,7 @@ class Executor:
         self.ready: list[tuple[float, int, str]] = []
         self.queued: set[str] = set()
         self.delayed: list[tuple[float, str]] = []
+        self.retry_at: dict[str, float] = {}
         self.dirty: list[tuple[int, str]] = []
         self.assumed: set[str] = set()
         self.cascaded = {tid for tid, row in journal.tasks().items() if row.status == "skipped" and row.error}
@@ -307,8 +308,8 @@ class Executor:
         seen: set[str] = set()
         while self.dirty and self.stop is None:
             _, tid = heapq.heappop(self.dirty)
-            if tid in seen or status.get(tid) != "pending" or tid in self.queued:
-                continue
+            if tid in seen or status.get(tid) != "pending" or tid in self.queued or tid in self.retry_at:
+                continue  # (a task waiting for its retry is taken up when its time comes)
             seen.add(tid)
             task = self.tasks[tid]
             if not self.check_assumes(task, at_dispatch=False):
@@ -424,6 +425,7 @@ class Executor:
         now = self.clock.now()
         while self.delayed and self.delayed[0][0] <= now + EPS:
             _, tid = heapq.heappop(self.delayed)
+            self.retry_at.pop(tid, None)
             if self.state.status.get(tid) == "pending":
                 self.mark(tid)
         if self.delayed or self.dirty:
@@ -664,6 +666,7 @@ class Executor:
             self.state.failures[task.id] = failures
             self.state.first_failure[task.id] = first
             heapq.heappush(self.delayed, (retry_at, task.id))
+            self.retry_at[task.id] = retry_at
             return
         if retryable and failures > retries and retries > 0:
             error = f"{error} (after {failures} attempts)"
