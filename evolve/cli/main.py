@@ -31,6 +31,7 @@ from evolve.fitness.registry import resolve_all, survey
 from evolve.llm.factory import make_llm_operator
 from evolve.llm.modes import MODES
 from evolve.llm.operator import RESPONSE_FORMATS, TOKEN_PARAMS
+from evolve.llm.usage import usage_line
 from evolve.model.errors import EvolveError, RunFailed
 from evolve.model.files import load_plan
 from evolve.model.plan import Plan
@@ -232,6 +233,8 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
     for error in best.evaluation.errors:
         click.echo(f"  error: {error}")
     click.echo(schedule_table(best.plan, sched, problem))
+    if "llm" in outcome.summary:
+        click.echo(usage_line(outcome.summary["llm"]))
     click.echo(f"\nwritten to {outcome.out_dir}/ ({', '.join(written)})")
     if failures:
         raise RunFailed("; ".join(failures))

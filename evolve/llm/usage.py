@@ -109,3 +109,17 @@ class Usage:
                 "call_seconds": round(self.latency, 3),
                 **menu,
             }
+
+
+def usage_line(summary: dict[str, Any]) -> str:
+    """The LLM block of a run summary in one line for the terminal: what was spent, what was
+    accepted, and in menu mode how the picks fared against a random pick of the same menus."""
+    text = (f"llm ({summary.get('active_mode', 'patch')} mode): {summary['requests']} proposals "
+            f"({summary['calls']} calls, {summary['cache_hits']} from cache), "
+            f"{summary['patches_accepted']} accepted, {summary['patches_rejected']} rejected, "
+            f"{summary['failed_calls']} failed; {summary['tokens']['total']} tokens spent")
+    menu = summary.get("menu")
+    if menu:
+        text += (f"; picks vs a random pick of the same menu: better {menu.get('beat_random', 0)}, "
+                 f"same {menu.get('tied_random', 0)}, worse {menu.get('lost_to_random', 0)}")
+    return text
