@@ -548,3 +548,42 @@ def test_an_llm_reply_that_makes_no_valid_plan_ends_the_run_with_no_plan(tmp_pat
                 replanner=ProposerReplanner(operator),
             )
     assert outcome["reason"] == "no_plan"
+
+
+class Crash(Exception):
+    pass
+
+
+def test_a_retry_waiting_when_the_run_stopped_keeps_its_time(tmp_path: Path) -> None:
+    from evolve.execute import resume_run
+
+    seen: list[str] = []
+
+    def hook(point: str, task_id: str) -> None:
+        if point == "before_dispatch" and task_id == "t1":
+            seen.append(task_id)
+            if len(seen) == 2:
+                raise Crash  # the process stops before the retry is dispatched
+
+    out = tmp_path / "run"
+    executor = start_run(
+        problem_from_dict(CHAIN),
+        plan_from_dict(chain_plan("fail_plan", retries=3)),
+        out,
+        plan_source="plan",
+        tools_spec=None,
+        simulate=True,
+        fail_rates={"make_a": 0.5},
+        options=ExecuteOptions(backoff=5.0, seed=1),
+        hook=hook,
+    )
+    with pytest.raises(Crash):
+        executor.run()
+    executor.journal.close()
+    outcome = resume_run(out).run()
+    events = events_of(out)
+    no_retry_before_its_time(events)
+    error = next(e for e in events if e["event"] == "step.error")
+    retried = [e for e in events if e["event"] == "step.start" and e["task"] == "t1"][1]
+    assert retried["time"] == error["retry_at"] == error["finished"] + 5.0
+    assert outcome["tasks"]["t1"]["attempts"] >= 2

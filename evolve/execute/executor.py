@@ -216,10 +216,18 @@ class Executor:
             replan=meta.get("replan"),
             signatures={r.diff.get("signature", "") for r in revisions if r.diff},
         )
+        last: dict[str, dict[str, Any]] = {}
         with (kwargs["run_dir"] / "events.jsonl").open("w", encoding="utf-8") as stream:
             for event in journal.events():
                 stream.write(json.dumps(event, sort_keys=True) + "\n")
+                if "task" in event:
+                    last[event["task"]] = event
         executor = cls(problem, journal, state, **kwargs)
+        for tid, event in last.items():  # a retry that was waiting keeps its time
+            retry_at = event.get("retry_at") if event["event"] == "step.error" else None
+            if state.status.get(tid) == "pending" and retry_at is not None:
+                heapq.heappush(executor.delayed, (retry_at, tid))
+                executor.retry_at[tid] = retry_at
         for task in plan.tasks:
             row = rows.get(task.id)
             if (
