@@ -12,6 +12,7 @@ import pytest
 
 from evolve.problems.rcpsp.check import schedule_violations
 from evolve.problems.rcpsp.decode import serial_sgs
+from evolve.problems.rcpsp.decompose import block_instance
 from evolve.problems.rcpsp.instance import (
     critical_path_bound,
     energy_bound,
@@ -104,7 +105,8 @@ kernels.serial_kernel = counted(kernels.serial_kernel)
 kernels.parallel_kernel = counted(kernels.parallel_kernel)
 search.serial_kernel = counted(search.serial_kernel)
 inst = load_instance(sys.argv[1])
-for params in (None, GaParams(restart_after=1, polish_slack=50, peak_rate=0.3)):
+for params in (None, GaParams(restart_after=1, polish_slack=50, peak_rate=0.3),
+               GaParams(decompose_share=0.4, decompose_runs=3, sgs_adapt=True)):
     calls[0] = 0
     r = solve(inst, schedules=250, seed=1, params=params, lower_bound=0)
     print(r.schedules_used, calls[0])
@@ -119,7 +121,7 @@ def test_every_decode_is_counted(tmp_path: Path) -> None:
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
     out = subprocess.run([sys.executable, str(script), str(DATA / "j60/j6017_4.sm")], env=env,
                          capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["250", "250", "250", "250"]
+    assert out == ["250"] * 6
 
 
 WARM = """
@@ -155,3 +157,26 @@ def test_own_lower_bound_is_critical_path_or_energy() -> None:
     assert lower_bound(inst) == max(critical_path_bound(inst), energy_bound(inst))
     best = load_best_known("j120")["j1206_2"]
     assert critical_path_bound(inst) == best.cpm_lb and lower_bound(inst) <= best.best_known
+
+
+def test_block_instance_keeps_the_precedence_inside_the_block() -> None:
+    inst = load_instance(DATA / "j60/j6017_4.sm")
+    lst = solve(inst, schedules=50, seed=0).activity_list
+    block = lst[10:40]
+    sub = block_instance(inst, block)
+    assert sub.n == 32 and sub.durations[0] == sub.durations[-1] == 0
+    where = {int(a): i + 1 for i, a in enumerate(block)}
+    for a in block:
+        inside = sorted(where[int(s)] for s in inst.successors(int(a)) if int(s) in where)
+        assert sorted(int(s) for s in sub.successors(where[int(a)])) == (inside or [31])
+
+
+def test_decomposition_and_adaptive_sgs_are_feasible_on_budget_and_reproducible() -> None:
+    inst = load_instance(DATA / "j120/j1206_2.sm")
+    p = GaParams(decompose_share=0.4, decompose_runs=3, sgs_adapt=True)
+    res = solve(inst, schedules=900, seed=2, params=p)
+    assert res.schedules_used <= 900
+    assert schedule_violations(inst, res.starts) == []
+    assert list(serial_sgs(inst, res.activity_list)) == list(res.starts)
+    again = solve(inst, schedules=900, seed=2, params=p)
+    assert np.array_equal(res.starts, again.starts)

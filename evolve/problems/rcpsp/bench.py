@@ -155,10 +155,12 @@ def spread_sample(items: list[Path], count: int | None) -> list[Path]:
     return [items[i] for i in sorted(set(idx.tolist()))]
 
 
-def pick(items: list[Path], instances: int | None, every: int | None) -> tuple[list[Path], str]:
-    """The sample (``instances`` evenly spread, or every ``every``-th from the first) and its name."""
+def pick(items: list[Path], instances: int | None, every: int | None,
+         offset: int = 0) -> tuple[list[Path], str]:
+    """The sample (``instances`` evenly spread, or every ``every``-th from number ``offset``)
+    and its name."""
     if every is not None and every > 1:
-        return items[::every], f"every {ordinal(every)}"
+        return items[offset::every], f"every {ordinal(every)}" + (f" from #{offset}" if offset else "")
     chosen = spread_sample(items, instances)
     return chosen, "all" if len(chosen) == len(items) else f"{len(chosen)} evenly spread"
 
@@ -192,6 +194,7 @@ def run_psplib_grid(
     seconds: float | None = None,
     instances: int | None = None,
     every: int | None = None,
+    offset: int = 0,
     jobs: int = defaults.BENCH_JOBS,
     data_dir: str | os.PathLike[str] | None = None,
     params: GaParams | None = None,
@@ -215,7 +218,7 @@ def run_psplib_grid(
         files = set_files(s, base)
         if not files or not table_path.exists():
             raise FileNotFoundError(f"PSPLIB data for {s} not found in {base} (set EVOLVE_PSPLIB_DIR)")
-        chosen, sample = pick(files, instances, every)
+        chosen, sample = pick(files, instances, every, offset)
         plan.append((s, chosen, sample))
     best = load_best_known(table_path)
     tasks = [(s, f, b, seed) for s, chosen, _ in plan for b in budgets for seed in seeds for f in chosen]

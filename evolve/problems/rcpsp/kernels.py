@@ -445,9 +445,14 @@ def _bp_generation(  # type: ignore[no-untyped-def]
     xover,
     polish,
     child_frac,
+    sgs_stats,
 ):
     """Children of the source population, decoded in the target world (one
-    schedule each), compete with the target population."""
+    schedule each), compete with the target population.
+
+    ``sgs_stats`` counts, per decoder, the children tried and those that beat the
+    target population's median: ``[serial tried, serial won, parallel tried,
+    parallel won]`` (what an adaptive serial/parallel mix learns from)."""
     npop, n = src_l.shape
     nsrc = 0
     while nsrc < npop and src_ms[nsrc] < _BIG:
@@ -486,8 +491,12 @@ def _bp_generation(  # type: ignore[no-untyped-def]
         for _ in range(mut_moves):
             if rng.random() < mut_rate:
                 _shift_mutation(rng, pb_tgt, child)
-        ch_ms[c] = _bp_decode(pb_tgt, child, rng.random() < par_rate, avail, ch_s[c], ch_l[c])
+        par = rng.random() < par_rate
+        ch_ms[c] = _bp_decode(pb_tgt, child, par, avail, ch_s[c], ch_l[c])
         used += 1
+        sgs_stats[2 * par] += 1.0
+        if ch_ms[c] < tgt_ms[npop // 2]:
+            sgs_stats[2 * par + 1] += 1.0
         if polish > -1000 and ch_ms[c] <= tgt_ms[0] + polish:
             # promising child: justify it back and forth while that helps
             # (Tormos & Lova: spend extra passes only where they pay)

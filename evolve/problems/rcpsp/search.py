@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from evolve.problems.rcpsp.decode import new_profile, reset_profile, serial_kernel, sort_by_start
+from evolve.problems.rcpsp.decompose import decompose
 from evolve.problems.rcpsp.instance import IntArray, RcpspInstance, latest_finishes
 from evolve.problems.rcpsp.instance import lower_bound as instance_bound
 from evolve.problems.rcpsp.intensify import _bp_restart
@@ -68,6 +69,11 @@ class GaParams:
     tournament_mother: int = 2
     tiebreak: bool = True  #: among equal makespans prefer the smaller sum of starts
     parallel_rate: float = 0.3  #: share of children decoded by the parallel SGS (bpga)
+    #: adapt that share each generation to how often each SGS's children beat the median
+    #: (bounded to ``sgs_floor .. 1 - sgs_floor``; the counts decay by ``sgs_decay`` per generation)
+    sgs_adapt: bool = False
+    sgs_floor: float = 0.1
+    sgs_decay: float = 0.9
     elite_rate: float = 0.0  #: share of children that are mutants of the best (bpga)
     crossover: int = 0  #: 0 two-point, 1 uniform, 2 random-key two-point (bpga)
     #: extra FBI on children within this of the best (<= -1000: off; None: off
@@ -80,6 +86,12 @@ class GaParams:
     restart_near: float | None = None
     restart_moves: int = 4  #: shift moves that make such a neighbour
     restart_mix: float = 0.0  #: share of neighbours crossed with a fresh sample first
+    #: share of a schedule budget spent decomposing the best schedule (0: off; see
+    #: :mod:`evolve.problems.rcpsp.decompose`), in ``decompose_runs`` runs spread evenly
+    #: over the budget, each on a block of ``decompose_block`` of the activities
+    decompose_share: float = 0.0
+    decompose_runs: int = 2
+    decompose_block: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -174,6 +186,7 @@ class BiPopulationGA:
         if schedules is not None and schedules < 1:
             raise ValueError("schedules must be at least 1")
         p = _resolve(params or GaParams(), inst.n)
+        self.sub_params = replace(params or GaParams(), decompose_share=0.0)
         self.inst = inst
         self.params = p
         # one schedule is kept for the final decode that makes list and schedule agree
@@ -195,6 +208,12 @@ class BiPopulationGA:
         self.stale = 0
         self.src = 1
         self.generation = 0
+        self.par_rate = p.parallel_rate
+        self.sgs_stats = np.zeros(4, dtype=np.float64)
+        # schedule counts at which to decompose (only under a schedule budget)
+        runs = p.decompose_runs if p.decompose_share > 0 and schedules is not None else 0
+        self.marks = [self.budget * (i + 1) // (runs + 1) for i in range(runs)]
+        self.decompose_budget = int(p.decompose_share * self.budget / max(1, runs))
         avail = self.profile()
         if self.budget == 0:
             lst = np.empty(n, dtype=np.int64)
@@ -244,7 +263,11 @@ class BiPopulationGA:
         avail = self.profile()
         src, tgt = self.src, 1 - self.src
         left = self.budget - self.used
-        if self.stale >= p.restart_after:
+        if self.marks and self.used >= self.marks[0]:
+            self.marks.pop(0)
+            self.used += decompose(self, BiPopulationGA, self.sub_params, p.decompose_block,
+                                   min(left, self.decompose_budget))
+        elif self.stale >= p.restart_after:
             keep = max(1, int(self.npop * p.keep_on_restart))
             self.used += int(_bp_restart(
                 self.rng, inst.arrays, self.mirror(), self.prio, p.rbrs_alpha, avail, left,
@@ -255,9 +278,11 @@ class BiPopulationGA:
                 self.rng, inst.arrays if tgt == 0 else self.mirror(), avail, left,
                 pop_l[src], pop_s[src], pop_ms[src], pop_l[tgt], pop_s[tgt], pop_ms[tgt],
                 self.weights, p.mutation_rate, p.mutation_moves, p.peak_rate, p.peak_min, p.peak_max,
-                p.tournament_father, p.tournament_mother, p.tiebreak, p.parallel_rate, p.elite_rate,
-                p.crossover, self.polish, p.children))
+                p.tournament_father, p.tournament_mother, p.tiebreak, self.par_rate, p.elite_rate,
+                p.crossover, self.polish, p.children, self.sgs_stats))
             self.src = tgt
+            if p.sgs_adapt:
+                self.adapt_sgs()
         self.generation += 1
         ms, w, b = self.best()
         if ms < self.best_ms:
@@ -266,6 +291,16 @@ class BiPopulationGA:
             self.stale = 0
         else:
             self.stale += 1
+
+    def adapt_sgs(self) -> None:
+        """Share of parallel-SGS children in proportion to each decoder's recent success
+        rate (Laplace-smoothed), so instances where non-delay schedules pay get more of them."""
+        p, st = self.params, self.sgs_stats
+        serial = (st[1] + 1.0) / (st[0] + 2.0)
+        parallel = (st[3] + 1.0) / (st[2] + 2.0)
+        share = parallel / (serial + parallel)
+        self.par_rate = float(min(1.0 - p.sgs_floor, max(p.sgs_floor, share)))
+        st *= p.sgs_decay
 
     def result(self, seconds: float) -> RcpspResult:
         """Decode the best schedule's start-sorted list once more (one counted schedule): the
