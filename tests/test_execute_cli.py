@@ -58,6 +58,17 @@ def invoke(args: list[str], cwd: Path) -> Result:
         os.chdir(here)
 
 
+def run_tiny(tiny: Path, tools: str, x: int, *extra: str) -> Result:
+    """``evolve execute`` of the tiny plan with these tools and fact x, into ``run``."""
+    args = ["plan.json", "--problem", "problem.yaml", "--tools", tools, "--fact", f"x={x}", "--out", "run"]
+    return invoke([*args, *extra], tiny)
+
+
+def outcome_of(result: Result) -> Any:
+    """The outcome ``--json`` printed (after any notes)."""
+    return json.loads(result.output[result.output.index("{") :])
+
+
 @pytest.fixture
 def tiny(tmp_path: Path) -> Path:
     (tmp_path / "problem.yaml").write_text(PROBLEM)
@@ -67,23 +78,9 @@ def tiny(tmp_path: Path) -> Path:
 
 
 def test_goal_met_exits_0_with_the_run_folder(tiny: Path) -> None:
-    result = invoke(
-        [
-            "plan.json",
-            "--problem",
-            "problem.yaml",
-            "--tools",
-            "tiny_tools.py:TOOLS",
-            "--fact",
-            "x=3",
-            "--out",
-            "run",
-            "--json",
-        ],
-        tiny,
-    )
+    result = run_tiny(tiny, "tiny_tools.py:TOOLS", 3, "--json")
     assert result.exit_code == 0, result.output
-    outcome = json.loads(result.output[result.output.index("{") :])
+    outcome = outcome_of(result)
     assert (outcome["status"], outcome["reason"]) == ("completed", "goal_met")
     for name in (
         "journal.sqlite",
@@ -99,39 +96,13 @@ def test_goal_met_exits_0_with_the_run_folder(tiny: Path) -> None:
 
 
 def test_a_failed_run_exits_1_and_names_the_reason(tiny: Path) -> None:
-    result = invoke(
-        [
-            "plan.json",
-            "--problem",
-            "problem.yaml",
-            "--tools",
-            "tiny_tools.py:TOOLS",
-            "--fact",
-            "x=30",
-            "--out",
-            "run",
-        ],
-        tiny,
-    )
+    result = run_tiny(tiny, "tiny_tools.py:TOOLS", 30)
     assert result.exit_code == 1
     assert "failed: task_failed" in result.output and "too big" in result.output
 
 
 def test_module_attr_tools_from_the_current_folder(tiny: Path) -> None:
-    result = invoke(
-        [
-            "plan.json",
-            "--problem",
-            "problem.yaml",
-            "--tools",
-            "tiny_tools:TOOLS",
-            "--fact",
-            "x=1",
-            "--out",
-            "run",
-        ],
-        tiny,
-    )
+    result = run_tiny(tiny, "tiny_tools:TOOLS", 1)
     assert result.exit_code == 0, result.output
 
 
@@ -192,7 +163,7 @@ def test_the_refund_example_replans_and_issues_no_refund(tmp_path: Path) -> None
         ROOT,
     )
     assert result.exit_code == 0, result.output
-    outcome = json.loads(result.output[result.output.index("{") :])
+    outcome = outcome_of(result)
     (diff,) = outcome["revisions"]
     assert {"t6", "t7"} <= set(diff["removed"])
     added = {outcome["tasks"][t]["tool"] for t in diff["added"]}
@@ -207,7 +178,7 @@ def test_simulate_is_a_dry_run_on_the_catalog_durations(tmp_path: Path) -> None:
         ROOT,
     )
     assert result.exit_code == 0, result.output
-    outcome = json.loads(result.output[result.output.index("{") :])
+    outcome = outcome_of(result)
     assert outcome["clock"] == "virtual" and outcome["elapsed"] == 1200  # the planned makespan
 
 
@@ -225,8 +196,8 @@ def test_simulated_failures_with_a_seed(tmp_path: Path) -> None:
     ]
     first = invoke([*args, "--out", str(tmp_path / "a")], ROOT)
     second = invoke([*args, "--out", str(tmp_path / "b")], ROOT)
-    one = json.loads(first.output[first.output.index("{") :])
-    two = json.loads(second.output[second.output.index("{") :])
+    one = outcome_of(first)
+    two = outcome_of(second)
     assert first.exit_code == second.exit_code
     assert one["tasks"]["t1"]["attempts"] == two["tasks"]["t1"]["attempts"]
     assert (one["reason"], one["steps"]) == (two["reason"], two["steps"])

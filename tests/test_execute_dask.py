@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,28 +82,30 @@ def on_cluster(client: object) -> Callable[[Clock], Dispatcher]:
     return make
 
 
-def test_calls_run_on_the_cluster_and_the_journal_stays_here(tmp_path: Path, client: object) -> None:
+def run_on_cluster(tmp_path: Path, client: object, tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Run PROBLEM with these tasks on the cluster; the outcome."""
     dask_tools = importlib.import_module("dask_tools")  # written by the fixture; workers import it by name
-
-    plan = plan_from_dict(
-        {
-            "tasks": [
-                {"id": "t1", "tool": "where", "inputs": {"x": "$x"}},
-                {"id": "t2", "tool": "also", "inputs": {"x": "$x"}},
-                {"id": "t3", "tool": "join", "deps": ["t1", "t2"], "inputs": {"a": "$t1.a", "b": "$t2.b"}},
-            ]
-        }
-    )
-
-    outcome = start_run(
+    return start_run(
         problem_from_dict(PROBLEM),
-        plan,
+        plan_from_dict({"tasks": tasks}),
         tmp_path / "run",
         plan_source="plan",
         tools_spec=None,
         tools=dask_tools.TOOLS,
         dispatcher=on_cluster(client),
     ).run()
+
+
+def test_calls_run_on_the_cluster_and_the_journal_stays_here(tmp_path: Path, client: object) -> None:
+    outcome = run_on_cluster(
+        tmp_path,
+        client,
+        [
+            {"id": "t1", "tool": "where", "inputs": {"x": "$x"}},
+            {"id": "t2", "tool": "also", "inputs": {"x": "$x"}},
+            {"id": "t3", "tool": "join", "deps": ["t1", "t2"], "inputs": {"a": "$t1.a", "b": "$t2.b"}},
+        ],
+    )
     assert outcome["reason"] == "goal_met", outcome["message"]
     from evolve.execute.journal import Journal
 
@@ -115,33 +118,22 @@ def test_calls_run_on_the_cluster_and_the_journal_stays_here(tmp_path: Path, cli
 
 
 def test_a_stuck_call_on_the_cluster_times_out(tmp_path: Path, client: object) -> None:
-    dask_tools = importlib.import_module("dask_tools")
-
-    plan = plan_from_dict(
-        {
-            "tasks": [
-                {
-                    "id": "t1",
-                    "tool": "hang",
-                    "inputs": {"x": "$x"},
-                    "timeout": 0.5,
-                    "on_failure": "skip_dependents",
-                },
-                {"id": "t2", "tool": "where", "inputs": {"x": "$x"}},
-                {"id": "t3", "tool": "also", "inputs": {"x": "$x"}},
-                {"id": "t4", "tool": "join", "deps": ["t2", "t3"], "inputs": {"a": "$t2.a", "b": "$t3.b"}},
-            ]
-        }
+    outcome = run_on_cluster(
+        tmp_path,
+        client,
+        [
+            {
+                "id": "t1",
+                "tool": "hang",
+                "inputs": {"x": "$x"},
+                "timeout": 0.5,
+                "on_failure": "skip_dependents",
+            },
+            {"id": "t2", "tool": "where", "inputs": {"x": "$x"}},
+            {"id": "t3", "tool": "also", "inputs": {"x": "$x"}},
+            {"id": "t4", "tool": "join", "deps": ["t2", "t3"], "inputs": {"a": "$t2.a", "b": "$t3.b"}},
+        ],
     )
-    outcome = start_run(
-        problem_from_dict(PROBLEM),
-        plan,
-        tmp_path / "run",
-        plan_source="plan",
-        tools_spec=None,
-        tools=dask_tools.TOOLS,
-        dispatcher=on_cluster(client),
-    ).run()
     assert outcome["reason"] == "goal_met"
     assert outcome["tasks"]["t1"]["status"] == "failed"
     assert "no answer within 0.5 s" in outcome["tasks"]["t1"]["error"]

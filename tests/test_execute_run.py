@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -479,21 +479,14 @@ def test_bad_fail_rates_are_refused(bad: str) -> None:
 # -- the LLM operator as the replanner ---------------------------------------------------------
 
 
-def test_the_llm_operator_replans_through_a_real_endpoint(tmp_path: Path) -> None:
+def replan_through_llm(
+    tmp_path: Path, script: Callable[[dict[str, Any], int], Any]
+) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """Simulate the chain with make_a failing and the LLM operator, served by ``script`` on a
+    real local endpoint, as the replanner; the outcome, the events and the operator's name."""
     from evolve.execute import ProposerReplanner
     from evolve.llm import make_llm_operator
-    from evolve.llm.testing import Scripted, ScriptedServer
-
-    seen: list[dict[str, Any]] = []
-
-    def script(body: dict[str, Any], count: int) -> Scripted:
-        seen.append(body)
-        patch = {
-            "add": [{"id": "n1", "tool": "make_a_slowly", "inputs": {"x": "$x"}}],
-            "update": [{"id": "t2", "deps": ["n1"], "inputs": {"a": "$n1.a"}}],
-            "reason": "make_a is gone: make 'a' the slow way",
-        }
-        return Scripted(json.dumps(patch))
+    from evolve.llm.testing import ScriptedServer
 
     with ScriptedServer(script) as server:
         operator = make_llm_operator(
@@ -512,41 +505,41 @@ def test_the_llm_operator_replans_through_a_real_endpoint(tmp_path: Path) -> Non
                 fail={"make_a": 1.0},
                 replanner=ProposerReplanner(operator),
             )
+    return outcome, events, operator.name
+
+
+def test_the_llm_operator_replans_through_a_real_endpoint(tmp_path: Path) -> None:
+    from evolve.llm.testing import Scripted
+
+    seen: list[dict[str, Any]] = []
+
+    def script(body: dict[str, Any], count: int) -> Scripted:
+        seen.append(body)
+        patch = {
+            "add": [{"id": "n1", "tool": "make_a_slowly", "inputs": {"x": "$x"}}],
+            "update": [{"id": "t2", "deps": ["n1"], "inputs": {"a": "$n1.a"}}],
+            "reason": "make_a is gone: make 'a' the slow way",
+        }
+        return Scripted(json.dumps(patch))
+
+    outcome, events, name = replan_through_llm(tmp_path, script)
     assert outcome["reason"] == "goal_met", outcome["message"]
     assert len(seen) == 1
     draft = next(e for e in events if e["event"] == "plan.draft")
-    assert draft["replanner"] == operator.name
+    assert draft["replanner"] == name
     ran = [t["tool"] for t in outcome["tasks"].values() if t["status"] == "done"]
     assert ran.count("make_a_slowly") == 1 and "make_c" in ran
 
 
 def test_an_llm_reply_that_makes_no_valid_plan_ends_the_run_with_no_plan(tmp_path: Path) -> None:
-    from evolve.execute import ProposerReplanner
-    from evolve.llm import make_llm_operator
-    from evolve.llm.testing import Scripted, ScriptedServer
+    from evolve.llm.testing import Scripted
 
     def script(body: dict[str, Any], count: int) -> Scripted:
         return Scripted(
             json.dumps({"add": [{"id": "z", "tool": "teleport", "inputs": {}}], "reason": "magic"})
         )
 
-    with ScriptedServer(script) as server:
-        operator = make_llm_operator(
-            server.url,
-            "scripted-model",
-            cache_dir=tmp_path / "cache",
-            mode="patch",
-            timeout=5.0,
-            backoff=0.01,
-        )
-        with operator:
-            outcome, _ = simulate(
-                tmp_path,
-                CHAIN,
-                chain_plan("replan"),
-                fail={"make_a": 1.0},
-                replanner=ProposerReplanner(operator),
-            )
+    outcome, _, _ = replan_through_llm(tmp_path, script)
     assert outcome["reason"] == "no_plan"
 
 

@@ -15,7 +15,7 @@ import queue
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -118,6 +118,17 @@ def timed_out(job: Job, finished: float) -> Result:
     return Result(job, "timeout", None, f"no answer within {job.deadline - job.started:g} s", True, finished)
 
 
+def next_wake(deadlines: Iterable[float], until: float | None, now: float) -> float | None:
+    """When a polling dispatcher wakes next: the nearest deadline or ``until``; ``None`` when
+    there is nothing to wait for or ``until`` has already come."""
+    wakes = list(deadlines)
+    if until is not None:
+        if until <= now:
+            return None
+        wakes.append(until)
+    return min(wakes) if wakes else None
+
+
 class Dispatcher(Protocol):
     @property
     def clock(self) -> Clock: ...
@@ -164,15 +175,11 @@ class LocalDispatcher:
                     results.append(timed_out(job, now))
             if results:
                 break
-            wakes = [job.deadline for job in self.jobs.values()]
-            if until is not None:
-                if until <= now:
-                    return []
-                wakes.append(until)
-            if not wakes:
+            wake = next_wake((job.deadline for job in self.jobs.values()), until, now)
+            if wake is None:
                 return []
             try:
-                answer = self.answers.get(timeout=max(0.0, min(wakes) - now))
+                answer = self.answers.get(timeout=max(0.0, wake - now))
             except queue.Empty:
                 continue
             results.extend(self.accept(answer))
@@ -271,17 +278,13 @@ class DaskDispatcher:
                     results.append(timed_out(job, now))
             if results:
                 break
-            wakes = [job.deadline for job, _ in self.futures.values()]
-            if until is not None:
-                if until <= now:
-                    return []
-                wakes.append(until)
-            if not wakes:
+            wake = next_wake((job.deadline for job, _ in self.futures.values()), until, now)
+            if wake is None:
                 return []
             try:
                 wait(  # type: ignore[no-untyped-call]
                     [f for _, f in self.futures.values()],
-                    timeout=max(0.001, min(wakes) - now),
+                    timeout=max(0.001, wake - now),
                     return_when="FIRST_COMPLETED",
                 )
             except Exception:  # distributed's TimeoutError (its type differs between versions)

@@ -254,6 +254,40 @@ class Executor:
     def event(self, name: str, /, **fields: Any) -> dict[str, Any]:
         return {"event": name, "time": round(self.clock.now(), 6), **fields}
 
+    def step_error(
+        self,
+        task: Task,
+        error: str,
+        kind: str,
+        *,
+        retryable: bool,
+        nxt: str,
+        started: float,
+        finished: float,
+        retry_at: float | None = None,
+        risk: str | None = None,
+        attempt: int | None = None,
+    ) -> dict[str, Any]:
+        """The ``step.error`` event, one shape for every way a step fails; the risk defaults to
+        the tool's (``read`` for a tool the catalog lost) and the attempt to the task's last."""
+        if risk is None:
+            tool = self.problem.tools.get(task.tool)
+            risk = tool.risk if tool else "read"
+        return self.event(
+            "step.error",
+            task=task.id,
+            tool=task.tool,
+            risk=risk,
+            attempt=self.state.attempts.get(task.id, 0) if attempt is None else attempt,
+            error=error,
+            kind=kind,
+            retryable=retryable,
+            next=nxt,
+            retry_at=retry_at,
+            started=started,
+            finished=finished,
+        )
+
     def emit(self, events: Iterable[dict[str, Any]]) -> None:
         for event in events:
             self.events_file.write(json.dumps(event, sort_keys=True, default=str) + "\n")
@@ -653,19 +687,17 @@ class Executor:
                     failures=failures,
                     first_failure=first,
                     events=[
-                        self.event(
-                            "step.error",
-                            task=task.id,
-                            tool=task.tool,
-                            risk=tool.risk,
-                            attempt=self.state.attempts.get(task.id, 1),
-                            error=error,
-                            kind=kind,
+                        self.step_error(
+                            task,
+                            error,
+                            kind,
                             retryable=True,
-                            next="retry",
+                            nxt="retry",
                             retry_at=retry_at,
                             started=started,
                             finished=finished,
+                            risk=tool.risk,
+                            attempt=self.state.attempts.get(task.id, 1),
                         )
                     ],
                 )
@@ -723,7 +755,6 @@ class Executor:
         """The task failed and will not be tried again: its ``on_failure`` decides the rest."""
         policy = task_policy(task)
         nxt = "fail_plan" if policy == "retry" else policy
-        tool = self.problem.tools.get(task.tool)
         now = self.clock.now()
         meta: dict[str, Any] = {}
         if nxt == "replan":
@@ -742,17 +773,12 @@ class Executor:
                 finished=finished,
                 failures=self.state.failures.get(task.id),
                 events=[
-                    self.event(
-                        "step.error",
-                        task=task.id,
-                        tool=task.tool,
-                        risk=tool.risk if tool else "read",
-                        attempt=self.state.attempts.get(task.id, 0),
-                        error=error,
-                        kind=kind,
+                    self.step_error(
+                        task,
+                        error,
+                        kind,
                         retryable=retryable,
-                        next=nxt,
-                        retry_at=None,
+                        nxt=nxt,
                         started=now if started is None else started,
                         finished=now if finished is None else finished,
                     )
@@ -769,26 +795,11 @@ class Executor:
         """A false assumption: the plan is wrong about ``task``; its tool is not used again."""
         self.state.excluded.add(task.tool)
         self.state.replan = reason
-        tool = self.problem.tools.get(task.tool)
         now = self.clock.now()
+        error = self.step_error(task, reason, kind, retryable=False, nxt="replan", started=now, finished=now)
         self.emit(
             self.journal.record(
-                [
-                    self.event(
-                        "step.error",
-                        task=task.id,
-                        tool=task.tool,
-                        risk=tool.risk if tool else "read",
-                        attempt=self.state.attempts.get(task.id, 0),
-                        error=reason,
-                        kind=kind,
-                        retryable=False,
-                        next="replan",
-                        retry_at=None,
-                        started=now,
-                        finished=now,
-                    )
-                ],
+                [error],
                 meta={"excluded": sorted(self.state.excluded), "replan": reason},
             )
         )
@@ -829,19 +840,16 @@ class Executor:
                     error="the process stopped during the call",
                     finished=None,
                     events=[
-                        self.event(
-                            "step.error",
-                            task=task.id,
-                            tool=task.tool,
-                            risk=call.risk,
-                            attempt=call.attempt,
-                            error="the process stopped during the call; it is run again",
-                            kind="lost",
+                        self.step_error(
+                            task,
+                            "the process stopped during the call; it is run again",
+                            "lost",
                             retryable=True,
-                            next="retry",
-                            retry_at=None,
+                            nxt="retry",
                             started=started,
                             finished=self.clock.now(),
+                            risk=call.risk,
+                            attempt=call.attempt,
                         )
                     ],
                 )
