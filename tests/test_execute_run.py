@@ -233,16 +233,18 @@ def test_refund_replans_around_a_dead_payment_lookup(tmp_path: Path) -> None:
 # -- retries, backoff, deadlines --------------------------------------------------------------
 
 
+def retrying_chain(
+    tmp_path: Path, retries: int, rate: float, **options: Any
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The chain with ``retries`` on t1, whose make_a fails at ``rate``."""
+    return simulate(
+        tmp_path, CHAIN, chain_plan("fail_plan", retries=retries), fail={"make_a": rate}, **options
+    )
+
+
 def test_retries_back_off_exponentially_and_are_capped(tmp_path: Path) -> None:
-    outcome, events = simulate(
-        tmp_path,
-        CHAIN,
-        chain_plan("fail_plan", retries=4),
-        fail={"make_a": 1.0},
-        backoff=1.0,
-        backoff_cap=3.0,
-        retry_window=100.0,
-        max_steps=20,
+    outcome, events = retrying_chain(
+        tmp_path, 4, 1.0, backoff=1.0, backoff_cap=3.0, retry_window=100.0, max_steps=20
     )
     errors = [e for e in events if e["event"] == "step.error"]
     waits = [e["retry_at"] - e["finished"] for e in errors if e["next"] == "retry"]
@@ -252,15 +254,8 @@ def test_retries_back_off_exponentially_and_are_capped(tmp_path: Path) -> None:
 
 
 def test_retries_stop_at_the_end_of_their_window(tmp_path: Path) -> None:
-    outcome, events = simulate(
-        tmp_path,
-        CHAIN,
-        chain_plan("fail_plan", retries=10),
-        fail={"make_a": 1.0},
-        backoff=1.0,
-        backoff_cap=100.0,
-        retry_window=35.0,
-        max_steps=20,
+    outcome, events = retrying_chain(
+        tmp_path, 10, 1.0, backoff=1.0, backoff_cap=100.0, retry_window=35.0, max_steps=20
     )
     starts = [e["time"] for e in events if e["event"] == "step.start"]
     # each attempt takes 10; the first failure is at 10; waits 1, 2, 4 start attempts at 11, 23,
@@ -290,38 +285,13 @@ def test_a_replan_does_not_hurry_a_task_waiting_for_its_retry(tmp_path: Path) ->
 
 
 def test_a_retryable_failure_that_succeeds_on_retry(tmp_path: Path) -> None:
-    outcome, _ = simulate(
-        tmp_path,
-        CHAIN,
-        chain_plan("fail_plan", retries=30),
-        fail={"make_a": 0.5},
-        backoff=0.0,
-        max_steps=40,
-        seed=3,
-    )
+    outcome, _ = retrying_chain(tmp_path, 30, 0.5, backoff=0.0, max_steps=40, seed=3)
     assert outcome["reason"] == "goal_met"
     assert outcome["tasks"]["t1"]["attempts"] >= 1
 
 
 def test_the_same_seed_fails_the_same_calls(tmp_path: Path) -> None:
-    a, _ = simulate(
-        tmp_path / "a",
-        CHAIN,
-        chain_plan("fail_plan", retries=30),
-        fail={"make_a": 0.7},
-        backoff=0.0,
-        max_steps=40,
-        seed=11,
-    )
-    b, _ = simulate(
-        tmp_path / "b",
-        CHAIN,
-        chain_plan("fail_plan", retries=30),
-        fail={"make_a": 0.7},
-        backoff=0.0,
-        max_steps=40,
-        seed=11,
-    )
+    a, b = (retrying_chain(tmp_path / d, 30, 0.7, backoff=0.0, max_steps=40, seed=11)[0] for d in "ab")
     assert a["tasks"]["t1"]["attempts"] == b["tasks"]["t1"]["attempts"]
 
 

@@ -254,6 +254,26 @@ class Executor:
     def event(self, name: str, /, **fields: Any) -> dict[str, Any]:
         return {"event": name, "time": round(self.clock.now(), 6), **fields}
 
+    def risk_of(self, tool_name: str) -> str:
+        """The tool's risk; ``read`` for a tool the catalog no longer has."""
+        tool = self.problem.tools.get(tool_name)
+        return tool.risk if tool else "read"
+
+    def step_event(
+        self, name: str, task: Task, /, *, risk: str | None = None, attempt: int | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        """An event about one step of ``task``, in the one shape every ``step.*`` event starts
+        with; the risk defaults to the tool's (``read`` for a tool the catalog lost) and the
+        attempt to the task's last."""
+        return self.event(
+            name,
+            task=task.id,
+            tool=task.tool,
+            risk=self.risk_of(task.tool) if risk is None else risk,
+            attempt=self.state.attempts.get(task.id, 0) if attempt is None else attempt,
+            **fields,
+        )
+
     def step_error(
         self,
         task: Task,
@@ -268,17 +288,12 @@ class Executor:
         risk: str | None = None,
         attempt: int | None = None,
     ) -> dict[str, Any]:
-        """The ``step.error`` event, one shape for every way a step fails; the risk defaults to
-        the tool's (``read`` for a tool the catalog lost) and the attempt to the task's last."""
-        if risk is None:
-            tool = self.problem.tools.get(task.tool)
-            risk = tool.risk if tool else "read"
-        return self.event(
+        """The ``step.error`` event: the same fields for every way a step fails."""
+        return self.step_event(
             "step.error",
-            task=task.id,
-            tool=task.tool,
+            task,
             risk=risk,
-            attempt=self.state.attempts.get(task.id, 0) if attempt is None else attempt,
+            attempt=attempt,
             error=error,
             kind=kind,
             retryable=retryable,
@@ -431,7 +446,6 @@ class Executor:
 
     def skip(self, task: Task, why: str, cascade: bool = False) -> None:
         now = self.clock.now()
-        tool = self.problem.tools.get(task.tool)
         self.emit(
             self.journal.settle(
                 None,
@@ -442,11 +456,9 @@ class Executor:
                 error=why if cascade else None,
                 finished=None,
                 events=[
-                    self.event(
+                    self.step_event(
                         "step.end",
-                        task=task.id,
-                        tool=task.tool,
-                        risk=tool.risk if tool else "read",
+                        task,
                         attempt=0,
                         status="skipped",
                         started=now,
@@ -529,10 +541,9 @@ class Executor:
             timeout = math.inf if self.simulate else task.timeout or self.options.timeout
             self.hook("before_dispatch", task.id)
             inputs = self.bind(task)
-            event = self.event(
+            event = self.step_event(
                 "step.start",
-                task=task.id,
-                tool=task.tool,
+                task,
                 risk=tool.risk,
                 attempt=attempt,
                 idempotency_key=task.idempotency_key,
@@ -623,10 +634,9 @@ class Executor:
         settles = []
         for task, call_id, call_status, outputs_json, started, finished, attempt in items:
             tool = self.problem.tools[task.tool]
-            event = self.event(
+            event = self.step_event(
                 "step.end",
-                task=task.id,
-                tool=task.tool,
+                task,
                 risk=tool.risk,
                 attempt=attempt,
                 status="reconciled" if call_status == "reconciled" else "done",
@@ -967,14 +977,13 @@ class Executor:
         planned = schedule(self.problem, todo)
         rows = []
         for task in plan.tasks:
-            tool = self.problem.tools.get(task.tool)
             start = planned.start.get(task.id)
             rows.append(
                 TaskRow(
                     task_id=task.id,
                     revision=revision,
                     tool=task.tool,
-                    risk=tool.risk if tool else "read",
+                    risk=self.risk_of(task.tool),
                     status=status[task.id],
                     planned_start=None if start is None else now + start,
                     planned_finish=None if start is None else now + planned.finish[task.id],
