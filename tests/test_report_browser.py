@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from browser import CHROMIUM, chromium, read_check
 
 from evolve.model.problem import Problem
 from evolve.report import write_report
@@ -24,32 +22,7 @@ from evolve.report.assets import ERRORS_JS
 from evolve.run.folder import run_search
 from evolve.search.options import SearchOptions
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-         "--enable-logging=stderr", "--v=0"]
-
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
-
-
-def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    assert CHROMIUM is not None
-    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
-    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args],
-                          capture_output=True, text=True, timeout=120, check=False)
-
-
-class CheckReader(HTMLParser):
-    """Pulls the attributes of ``#report-check`` out of the dumped DOM."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: dict[str, str] = {}
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        values = {k: v or "" for k, v in attrs}
-        if values.get("id") == "report-check":
-            self.found = values
 
 
 def test_report_loads_cleanly_and_shows_every_bar_and_point(refund: Problem, tmp_path: Path) -> None:
@@ -66,9 +39,7 @@ def test_report_loads_cleanly_and_shows_every_bar_and_point(refund: Problem, tmp
     assert dumped.returncode == 0, dumped.stderr[-2000:]
     console = [line for line in dumped.stderr.splitlines() if re.search(r":CONSOLE[:(]", line)]
     assert console == []
-    reader = CheckReader()
-    reader.feed(dumped.stdout)
-    check = reader.found
+    check = read_check(dumped.stdout)
     assert check.get("data-ready") == "1", "the page's script did not run to the end"
     assert json.loads(check["data-errors"]) == []
     assert int(check["data-bars"]) == tasks
@@ -93,9 +64,7 @@ def test_a_script_error_would_be_seen(tmp_path: Path) -> None:
     page.write_text(throwing_page())
     dumped = chromium(tmp_path, "--dump-dom", page.resolve().as_uri())
     assert any(":CONSOLE" in line for line in dumped.stderr.splitlines())
-    reader = CheckReader()
-    reader.feed(dumped.stdout)
-    assert "nope is not defined" in reader.found["data-errors"]
+    assert "nope is not defined" in read_check(dumped.stdout)["data-errors"]
 
 
 def throwing_page() -> str:
