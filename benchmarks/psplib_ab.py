@@ -16,7 +16,7 @@ import time
 from dataclasses import fields, replace
 from typing import Any
 
-from evolve.problems.rcpsp.bench import run_psplib_grid
+from evolve.problems.rcpsp.bench import ordinal, run_psplib_grid
 from evolve.problems.rcpsp.search import GaParams
 
 
@@ -48,7 +48,7 @@ def main() -> None:
     budgets = [int(b) for b in args.schedules.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
     base: dict[int, float] = {}
-    print(f"{args.set}, every {args.every}th instance from #{args.offset}, seeds {args.seeds}, "
+    print(f"{args.set}, every {ordinal(args.every)} instance from #{args.offset}, seeds {args.seeds}, "
           f"budgets {args.schedules}")
     for name, params in [("base", GaParams()), *map(variant, args.variants)]:
         t0 = time.perf_counter()

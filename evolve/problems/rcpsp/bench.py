@@ -127,12 +127,14 @@ class GridResult:
     runs: list[BenchSummary]
     records: list[InstanceRecord]
     wall_seconds: float
+    params: GaParams  #: the search settings every run used
 
     def to_json(self) -> dict[str, Any]:
         return {
             "protocol": {"counting": COUNT_RULE, "early_stop": STOP_RULE,
                          "published": PUBLISHED_SOURCE, "seconds": "search only, kernels loaded first"},
             "wall_seconds": self.wall_seconds,
+            "params": asdict(self.params),
             "rows": [asdict(r) for r in self.rows],
             "runs": [asdict(r) for r in self.runs],
             "records": [asdict(r) for r in self.records],
@@ -237,7 +239,7 @@ def run_psplib_grid(
                 per_seed.append(summarise(s, mine, b, seconds, seed=seed))
             runs.extend(per_seed)
             rows.append(combine(per_seed, sample))
-    return GridResult(rows, runs, records, wall)
+    return GridResult(rows, runs, records, wall, params or GaParams())
 
 
 def run_psplib_benchmark(
