@@ -15,7 +15,7 @@ from typing import Any
 from evolve.report.assets import CHECK_JS, CSP, CSS, ERRORS_JS, PAGE_JS
 from evolve.report.execution_data import Execution, TaskRow, load_execution
 from evolve.report.execution_svg import ChartRow, execution_gantt_svg
-from evolve.report.svg import esc, num
+from evolve.report.svg import esc, header_html, num
 
 EXECUTION_REPORT = "report.html"
 
@@ -102,14 +102,7 @@ def header(execution: Execution) -> str:
     if unknown:
         notes += (f'<p class="no">writes left unknown (dispatched, never confirmed, no reconcile): '
                   f'{esc(", ".join(map(str, unknown)))}</p>')
-    return (
-        f"<header><h1>{esc(execution.problem)}</h1>"
-        + (f'<p class="objective">{esc(message)}</p>' if message else "")
-        + '<div class="cards">'
-        + "".join(f'<div class="card"><div class="k">{esc(k)}</div><div class="v {c}">{esc(v)}</div></div>'
-                  for k, v, c in cards)
-        + f"</div>{notes}</header>"
-    )
+    return header_html(execution.problem, str(message or ""), cards, notes)
 
 
 def chart_row(row: TaskRow, planned: tuple[float, float] | None, actual: bool = True) -> ChartRow:

@@ -24,7 +24,7 @@ from evolve.report.history import (
     lineage,
     ranking_from,
 )
-from evolve.report.svg import esc, num
+from evolve.report.svg import esc, header_html, num
 from evolve.report.timeline import Timeline
 
 REPORT_NAME = "report.html"
@@ -89,14 +89,8 @@ def header(run: Run, timeline: Timeline) -> str:
         cards.append(("wall time", f"{float(run.summary['seconds']):.3g} s", ""))
     chain = " → ".join(f"<b>{esc(t)}</b>" for t in timeline.critical_path) or "none"
     errors = "".join(f'<p class="no">error: {esc(e)}</p>' for e in best.get("errors", ()) or ())
-    return (
-        f"<header><h1>{esc(run.summary.get('problem', run.folder.name))}</h1>"
-        + (f'<p class="objective">{esc(objective)}</p>' if objective else "")
-        + '<div class="cards">'
-        + "".join(f'<div class="card"><div class="k">{esc(k)}</div><div class="v {c}">{esc(v)}</div></div>'
-                  for k, v, c in cards)
-        + f'</div><p class="path">critical path: {chain}</p>{gains(run)}{errors}</header>'
-    )
+    return header_html(str(run.summary.get("problem", run.folder.name)), objective, cards,
+                       f'<p class="path">critical path: {chain}</p>{gains(run)}{errors}')
 
 
 def gains(run: Run) -> str:

@@ -60,3 +60,17 @@ def padded_range(values: list[float]) -> tuple[float, float]:
         return low - pad, high + pad
     pad = (high - low) * 0.05
     return low - pad, high + pad
+
+
+def header_html(title: str, subtitle: str, cards: list[tuple[str, str, str]], tail: str) -> str:
+    """A report's header: its title, a subtitle when there is one, a row of cards
+    ``(label, value, css class)`` and ``tail`` (trusted HTML) below them. Both reports use it."""
+    return (
+        f"<header><h1>{esc(title)}</h1>"
+        + (f'<p class="objective">{esc(subtitle)}</p>' if subtitle else "")
+        + '<div class="cards">'
+        + "".join(f'<div class="card"><div class="k">{esc(k)}</div><div class="v {c}">{esc(v)}</div></div>'
+                  for k, v, c in cards)
+        + f"</div>{tail}</header>"
+    )
+
