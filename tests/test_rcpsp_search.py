@@ -106,7 +106,7 @@ kernels.parallel_kernel = counted(kernels.parallel_kernel)
 search.serial_kernel = counted(search.serial_kernel)
 inst = load_instance(sys.argv[1])
 for params in (None, GaParams(restart_after=1, polish_slack=50, peak_rate=0.3),
-               GaParams(decompose_share=0.4, decompose_runs=3, sgs_adapt=True)):
+               GaParams(decompose_share=0.4, decompose_runs=3, peak_adapt=True)):
     calls[0] = 0
     r = solve(inst, schedules=250, seed=1, params=params, lower_bound=0)
     print(r.schedules_used, calls[0])
@@ -171,9 +171,9 @@ def test_block_instance_keeps_the_precedence_inside_the_block() -> None:
         assert sorted(int(s) for s in sub.successors(where[int(a)])) == (inside or [31])
 
 
-def test_decomposition_and_adaptive_sgs_are_feasible_on_budget_and_reproducible() -> None:
+def test_decomposition_and_adaptive_mixes_are_feasible_on_budget_and_reproducible() -> None:
     inst = load_instance(DATA / "j120/j1206_2.sm")
-    p = GaParams(decompose_share=0.4, decompose_runs=3, sgs_adapt=True)
+    p = GaParams(decompose_share=0.4, decompose_runs=3, peak_adapt=True)
     res = solve(inst, schedules=900, seed=2, params=p)
     assert res.schedules_used <= 900
     assert schedule_violations(inst, res.starts) == []

@@ -450,9 +450,10 @@ def _bp_generation(  # type: ignore[no-untyped-def]
     """Children of the source population, decoded in the target world (one
     schedule each), compete with the target population.
 
-    ``sgs_stats`` counts, per decoder, the children tried and those that beat the
-    target population's median: ``[serial tried, serial won, parallel tried,
-    parallel won]`` (what an adaptive serial/parallel mix learns from)."""
+    ``sgs_stats`` counts, per decoder and per crossover, the children tried and
+    those that beat the target population's median: ``[serial tried, serial won,
+    parallel tried, parallel won, other crossover tried, won, peak crossover
+    tried, won]`` (what the adaptive mixes learn from)."""
     npop, n = src_l.shape
     nsrc = 0
     while nsrc < npop and src_ms[nsrc] < _BIG:
@@ -475,12 +476,14 @@ def _bp_generation(  # type: ignore[no-untyped-def]
             break
         m = _select(rng, src_ms, nsrc, tour_f)
         d = _select(rng, src_ms, nsrc, tour_m)
+        op = 0
         if rng.random() < elite_rate:
             # intensify: a mutant of the best individual (population is sorted)
             for k in range(n):
                 child[k] = src_l[0, k]
             _shift_mutation(rng, pb_tgt, child)
         elif rng.random() < peak_rate:
+            op = 1
             _peak_crossover(rng, pb_tgt, src_s[m], src_ms[m], src_s[d], src_ms[d], peak_min, peak_max, child)
         elif xover == 1:
             _crossover_uniform(rng, src_l[m], src_l[d], child)
@@ -495,8 +498,10 @@ def _bp_generation(  # type: ignore[no-untyped-def]
         ch_ms[c] = _bp_decode(pb_tgt, child, par, avail, ch_s[c], ch_l[c])
         used += 1
         sgs_stats[2 * par] += 1.0
+        sgs_stats[4 + 2 * op] += 1.0
         if ch_ms[c] < tgt_ms[npop // 2]:
             sgs_stats[2 * par + 1] += 1.0
+            sgs_stats[5 + 2 * op] += 1.0
         if polish > -1000 and ch_ms[c] <= tgt_ms[0] + polish:
             # promising child: justify it back and forth while that helps
             # (Tormos & Lova: spend extra passes only where they pay)

@@ -75,6 +75,8 @@ class GaParams:
     sgs_adapt: bool = True
     sgs_floor: float = 0.1
     sgs_decay: float = 0.9
+    #: adapt the share of peak crossovers the same way (from at least ``sgs_floor``)
+    peak_adapt: bool = False
     elite_rate: float = 0.0  #: share of children that are mutants of the best (bpga)
     crossover: int = 0  #: 0 two-point, 1 uniform, 2 random-key two-point (bpga)
     #: extra FBI on children within this of the best (<= -1000: off; None: off
@@ -215,7 +217,8 @@ class BiPopulationGA:
         self.src = 1
         self.generation = 0
         self.par_rate = p.parallel_rate
-        self.sgs_stats = np.zeros(4, dtype=np.float64)
+        self.peak_rate = max(p.peak_rate, p.sgs_floor) if p.peak_adapt else p.peak_rate
+        self.sgs_stats = np.zeros(8, dtype=np.float64)
         # schedule counts at which to decompose (only under a schedule budget)
         runs = p.decompose_runs if p.decompose_share > 0 and schedules is not None else 0
         self.marks = [self.budget * (i + 1) // (runs + 1) for i in range(runs)]
@@ -283,11 +286,11 @@ class BiPopulationGA:
             self.used += int(_bp_generation(
                 self.rng, inst.arrays if tgt == 0 else self.mirror(), avail, left,
                 pop_l[src], pop_s[src], pop_ms[src], pop_l[tgt], pop_s[tgt], pop_ms[tgt],
-                self.weights, p.mutation_rate, p.mutation_moves, p.peak_rate, p.peak_min, p.peak_max,
+                self.weights, p.mutation_rate, p.mutation_moves, self.peak_rate, p.peak_min, p.peak_max,
                 p.tournament_father, p.tournament_mother, p.tiebreak, self.par_rate, p.elite_rate,
                 p.crossover, self.polish, p.children, self.sgs_stats))
             self.src = tgt
-            if p.sgs_adapt:
+            if p.sgs_adapt or p.peak_adapt:
                 self.adapt_sgs()
         self.generation += 1
         ms, w, b = self.best()
@@ -302,10 +305,15 @@ class BiPopulationGA:
         """Share of parallel-SGS children in proportion to each decoder's recent success
         rate (Laplace-smoothed), so instances where non-delay schedules pay get more of them."""
         p, st = self.params, self.sgs_stats
-        serial = (st[1] + 1.0) / (st[0] + 2.0)
-        parallel = (st[3] + 1.0) / (st[2] + 2.0)
-        share = parallel / (serial + parallel)
-        self.par_rate = float(min(1.0 - p.sgs_floor, max(p.sgs_floor, share)))
+        lo, hi = p.sgs_floor, 1.0 - p.sgs_floor
+        if p.sgs_adapt:
+            serial = (st[1] + 1.0) / (st[0] + 2.0)
+            parallel = (st[3] + 1.0) / (st[2] + 2.0)
+            self.par_rate = float(min(hi, max(lo, parallel / (serial + parallel))))
+        if p.peak_adapt:
+            other = (st[5] + 1.0) / (st[4] + 2.0)
+            peak = (st[7] + 1.0) / (st[6] + 2.0)
+            self.peak_rate = float(min(hi, max(lo, peak / (other + peak))))
         st *= p.sgs_decay
 
     def result(self, seconds: float) -> RcpspResult:
