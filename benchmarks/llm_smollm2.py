@@ -198,8 +198,9 @@ def spread(values: Sequence[float], digits: int = 2) -> str:
 
 
 def one_seed(seed: int, args: argparse.Namespace, problem: Problem, url: str | None,
-             root: Path) -> dict[str, Any]:
-    """Every mode for one seed; a mode whose runs need the model is skipped without ``url``."""
+             root: Path, patches: bool = True) -> dict[str, Any]:
+    """Every mode for one seed; the modes that need the model are skipped without ``url``, and
+    patch and best-of-N (long prompts: slow on a CPU) unless ``patches``."""
     fitnesses = resolve_all(DEFAULT_OBJECTIVES)
     ranking = Ranking.of(fitnesses)
     options = SearchOptions(population=args.population, keep=args.keep,
@@ -224,7 +225,7 @@ def one_seed(seed: int, args: argparse.Namespace, problem: Problem, url: str | N
             ranking, picker.usage_summary())
     if url is None:
         return results
-    for mode in ("menu", "patch"):
+    for mode in ("menu", "patch") if patches else ("menu",):
         began = time.perf_counter()
         with operator(mode) as llm:
             search(problem, options, folder / mode, llm, args.ratio, llm.usage_summary)
@@ -233,6 +234,8 @@ def one_seed(seed: int, args: argparse.Namespace, problem: Problem, url: str | N
         print(f"  seed {seed} {mode}: {results[mode]['accepted']}/{results[mode]['calls']} accepted, "
               f"{results[mode]['improvements']} improvements, {results[mode]['seconds']:.0f} s",
               flush=True)
+    if not patches:
+        return results
     start = first_best(problem, seed, args, folder / "start")
     context = ProposalContext(ranking, STRUCTURAL,
                               lambda plans: evaluate_batch(problem, plans, fitnesses))
@@ -328,11 +331,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--timeout", type=float, default=180.0)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--patch-seeds", default=None,
+                        help="seeds that also run patch and best-of-N (default: every seed)")
     parser.add_argument("--no-model", action="store_true", help="baselines only (no install, no server)")
     parser.add_argument("--out", default=None, help="folder for runs, logs and the cache")
     args = parser.parse_args(argv)
 
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    patch_seeds = {int(s) for s in (args.patch_seeds or "").split(",") if s.strip()}
     out = Path(args.out or tempfile.mkdtemp(prefix="evolve-smollm2-"))
     out.mkdir(parents=True, exist_ok=True)
     problem = load_problem(args.problem)
@@ -352,7 +358,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     runs: dict[int, dict[str, Any]] = {}
     try:
         for seed in seeds:
-            runs[seed] = one_seed(seed, args, problem, url, out)
+            runs[seed] = one_seed(seed, args, problem, url, out,
+                                  patches=args.patch_seeds is None or seed in patch_seeds)
             if server is not None and server.poll() is not None:
                 raise SystemExit(f"the server died during seed {seed} (exit {server.returncode}); "
                                  f"see {out / 'server.log'}")
@@ -363,7 +370,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     children = args.population - args.keep
     lines = [
         f"SmolLM2-135M-Instruct (Q4_1 GGUF) via llama-cpp-python on 127.0.0.1, {problem.name}, "
-        f"structural operators; seeds {args.seeds}; {args.generations} generations x {children} "
+        f"structural operators; seeds {args.seeds} (patch and best-of-N: "
+        f"{args.patch_seeds or args.seeds}); {args.generations} generations x {children} "
         f"children, {round(children * args.ratio)} of them asked of the model (at most "
         f"{args.max_calls} calls a run); menus of {args.menu_size} edits; "
         f"{time.perf_counter() - began:.0f} s in all",
