@@ -371,7 +371,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     lines = [
         f"SmolLM2-135M-Instruct (Q4_1 GGUF) via llama-cpp-python on 127.0.0.1, {problem.name}, "
         f"structural operators; seeds {args.seeds} (patch and best-of-N: "
-        f"{args.patch_seeds or args.seeds}); {args.generations} generations x {children} "
+        f"{args.seeds if args.patch_seeds is None else args.patch_seeds or 'none'}); "
+        f"{args.generations} generations x {children} "
         f"children, {round(children * args.ratio)} of them asked of the model (at most "
         f"{args.max_calls} calls a run); menus of {args.menu_size} edits; "
         f"{time.perf_counter() - began:.0f} s in all",
