@@ -72,6 +72,12 @@ def llm_calls(problem: Problem, plan: Plan, context: Context) -> float:
 
 
 @fitness(direction="min", low=0)
+def task_count(problem: Problem, plan: Plan, context: Context) -> float:
+    """Number of tasks in the plan: fewer steps to run, watch and get wrong."""
+    return float(len(plan.tasks))
+
+
+@fitness(direction="min", low=0)
 def risk(problem: Problem, plan: Plan, context: Context) -> float:
     """Write tasks with no approval task upstream of them."""
     # Counted whatever the problem's policy says: with ``write_requires_approval``
@@ -129,5 +135,5 @@ def template_edges(problem: Problem) -> set[tuple[str, str]]:
     return {(t.id, d) for t in template.tasks for d in t.deps}
 
 
-BUILTINS = (validity, completeness, minimality, makespan, cost, llm_calls, risk, redundant_deps)
+BUILTINS = (validity, completeness, minimality, makespan, cost, llm_calls, task_count, risk, redundant_deps)
 DEFAULT_OBJECTIVES = ("validity", "completeness", "makespan", "minimality")
