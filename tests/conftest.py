@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from evolve.llm.testing import Script, ScriptedServer
 from evolve.model.problem import Problem
 from evolve.problems import load_problem
 
@@ -44,3 +46,19 @@ def pipeline_path() -> Path:
 def run_dir(tmp_path: Path) -> Path:
     """A fresh, not yet existing run folder (the runner must create it)."""
     return tmp_path / "run"
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Script], ScriptedServer]]:
+    """Start scripted chat servers on 127.0.0.1; every one is stopped when the test ends."""
+    started: list[ScriptedServer] = []
+
+    def start(script: Script) -> ScriptedServer:
+        server = ScriptedServer(script).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+

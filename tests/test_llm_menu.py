@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from evolve.llm import (
     prompt_hash,
 )
 from evolve.llm.menu import describe_edit, describe_effect
-from evolve.llm.testing import Script, Scripted, ScriptedServer
+from evolve.llm.testing import Scripted, ScriptedServer
 from evolve.model.files import plan_from_dict
 from evolve.model.plan import plan_hash
 from evolve.model.problem import Problem
@@ -73,20 +72,6 @@ def weak(problem: Problem) -> Candidate:
 
 def context_for(problem: Problem) -> ProposalContext:
     return ProposalContext(RANKING, STRUCTURAL, lambda plans: evaluate_batch(problem, plans, FITNESSES))
-
-
-@pytest.fixture
-def serve() -> Iterator[Any]:
-    started: list[ScriptedServer] = []
-
-    def start(script: Script) -> ScriptedServer:
-        server = ScriptedServer(script).start()
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
 
 
 def menu_lines(body: dict[str, Any]) -> list[str]:

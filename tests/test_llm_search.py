@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,21 +101,6 @@ SCENARIOS: dict[str, tuple[Script, str | None]] = {
     "hang": (hang, "timeout"),
 }
 """Each scenario's script and the reason every LLM child must be rejected for (None: accepted)."""
-
-
-@pytest.fixture
-def serve() -> Iterator[Any]:
-    """Start scripted servers on 127.0.0.1; every one is stopped when the test ends."""
-    started: list[ScriptedServer] = []
-
-    def start(script: Script) -> ScriptedServer:
-        server = ScriptedServer(script).start()
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
 
 
 def operator_for(server: ScriptedServer, cache: Path, **kwargs: Any) -> LLMOperator:

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -210,3 +210,23 @@ def parse_response(response: httpx.Response, attempts: int, latency: float) -> C
         detail = f"not a chat-completions response ({type(exc).__name__}: {exc})"
         raise CallError("protocol", f"{detail}; body starts {response.text[:120]!r}",
                         attempts=attempts, latency=latency) from None
+
+
+Owner = TypeVar("Owner", bound="OwnsClient")
+
+
+class OwnsClient:
+    """For what holds a :class:`ChatClient` in ``self.client``: a context manager that closes it."""
+
+    client: ChatClient
+
+    def __enter__(self: Owner) -> Owner:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.client.close()
+

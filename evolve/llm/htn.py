@@ -15,12 +15,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from evolve import defaults
 from evolve.llm.cache import ReplyCache, cache_key, default_cache_dir, prompt_hash
-from evolve.llm.client import CallError, ChatClient
+from evolve.llm.client import CallError, ChatClient, OwnsClient
 from evolve.llm.factory import API_KEY_ENV, api_key_from_env
 from evolve.llm.reply import Rejected, extract_json
 from evolve.llm.usage import Usage
@@ -76,7 +75,7 @@ def read_reply(text: str) -> tuple[tuple[str, ...], str]:
     return tuple(subtasks), (reason.strip()[:200] if isinstance(reason, str) else "")
 
 
-class LLMDecomposer:
+class LLMDecomposer(OwnsClient):
     """Asks an OpenAI-compatible endpoint for decompositions (see the module docstring)."""
 
     name = "llm"
@@ -96,16 +95,6 @@ class LLMDecomposer:
         self.max_calls = max_calls
         self.consulted = 0
         self.usage = Usage()
-
-    def __enter__(self) -> LLMDecomposer:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self.client.close()
 
     def settings(self, names: list[str]) -> dict[str, Any]:
         body: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens,

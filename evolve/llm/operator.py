@@ -17,14 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Literal
 
 import numpy as np
 
 from evolve import defaults
 from evolve.llm.cache import ReplyCache, cache_key, prompt_hash
-from evolve.llm.client import CallError, ChatClient
+from evolve.llm.client import CallError, ChatClient, OwnsClient
 from evolve.llm.menu import (
     Menu,
     MenuPicks,
@@ -114,7 +113,7 @@ class Job:
     menu: Menu | None = None
 
 
-class LLMOperator:
+class LLMOperator(OwnsClient):
     """Proposes children by plan patches or menu picks from an OpenAI-compatible chat endpoint.
 
     ``max_calls`` bounds the LLM proposals of the run (cache hits included, so a
@@ -154,16 +153,6 @@ class LLMOperator:
         self.menu_size = menu_size
         self.usage = Usage()
         self.consulted = 0
-
-    def __enter__(self) -> LLMOperator:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self.client.close()
 
     def usage_summary(self) -> dict[str, Any]:
         """Calls, cache hits, replies accepted and rejected by reason, tokens, the mode and, in
