@@ -144,7 +144,7 @@ FIELD_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
      "not a valid name"),
     ("control-char-fact", set_key("initial", ["order\x07id"]), "initial[0]", "not a valid name"),
     ("rtl-override-tool", lambda d: d["tools"].update({"evil\u202etxt": {"duration": 1}}),
-     "tools.evil", "not a valid name"),
+     "tools: \"evil\\u202etxt\"", "not a valid name"),
     ("crlf-fact", set_key("criteria", ["reply\r\nfinding"]), "criteria[0]", "not a valid name"),
     ("control-char-objective", set_key("objective", "refund\x1b[31m"), "objective", "U+001B"),
     ("template-cycle", template([

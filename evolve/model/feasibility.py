@@ -13,15 +13,11 @@ from __future__ import annotations
 from evolve.model.problem import Problem, Tool
 
 
-def usable(problem: Problem, tool: Tool) -> bool:
-    return problem.scope_granted(tool.scope)
-
-
 def reachable_facts(problem: Problem) -> tuple[set[str], bool]:
     """Every fact some plan can know, and whether an approval task can run at all."""
     known = set(problem.initial)
     approval = False
-    tools = [t for t in problem.tools.values() if usable(problem, t)]
+    tools = [t for t in problem.tools.values() if problem.scope_granted(t.scope)]
     changed = True
     while changed:
         changed = False
@@ -64,7 +60,7 @@ def why_not(problem: Problem, fact: str, known: set[str], approval: bool,
     shown = 3 if depth == 0 else 2
     reasons = []
     for tool in producers[:shown]:
-        if not usable(problem, tool):
+        if not problem.scope_granted(tool.scope):
             reasons.append(f"{tool.name} needs scope {tool.scope!r}, which is not granted")
             continue
         missing = [i for i in tool.inputs if i not in known]

@@ -124,7 +124,7 @@ class Reader:
         text = self.string(value, path)
         problem = name_problem(text, pattern)
         if problem is not None:
-            raise self.fail(path, problem)
+            raise self.fail(path, f"{describe(text)} {problem}")
         return text
 
     def names(self, value: object, path: str, pattern: re.Pattern[str] = NAME) -> tuple[str, ...]:
@@ -282,7 +282,7 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
     if "tools" not in doc:
         raise r.fail("tools", "missing: a problem needs a catalog of tools")
     tools_doc = r.mapping(doc["tools"], "tools", None)
-    tools = {r.name(name, f"tools.{name}", TOOL_NAME): read_tool(r, name, spec)
+    tools = {r.name(name, "tools", TOOL_NAME): read_tool(r, name, spec)
              for name, spec in tools_doc.items()}
     if not tools:
         raise r.fail("tools", "the catalog is empty")
@@ -295,7 +295,7 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
     )
     resources_doc: dict[str, Any] = r.optional(doc, "resources", "", lambda v, p: r.mapping(v, p, None), {})
     resources = {
-        r.name(name, f"resources.{name}", TOOL_NAME): r.number(cap, f"resources.{name}", minimum=0.0)
+        r.name(name, "resources", TOOL_NAME): r.number(cap, f"resources.{name}", minimum=0.0)
         for name, cap in resources_doc.items()
     }
     policy_doc: dict[str, Any] = r.optional(

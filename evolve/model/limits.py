@@ -44,20 +44,13 @@ TOOL_NAME_RULE = "letters, digits and '_', '-', '.', ':', '/', starting with a l
 
 
 def name_problem(name: str, pattern: re.Pattern[str] = NAME) -> str | None:
-    """Why ``name`` is not a valid name, or ``None`` when it is."""
+    """Why ``name`` is not a valid name (to follow the quoted name), or ``None`` when it is."""
     if len(name) > MAX_NAME:
-        return f"longer than {MAX_NAME} characters"
+        return f"is longer than {MAX_NAME} characters"
     if pattern.fullmatch(name) is None:
         rule = NAME_RULE if pattern is NAME else TOOL_NAME_RULE
-        return f"{shorten(name)} is not a valid name (allowed: {rule})"
+        return f"is not a valid name (allowed: {rule})"
     return None
-
-
-def shorten(value: object, width: int = 40) -> str:
-    """A value quoted for an error message: printable, and short whatever its size."""
-    text = repr(value) if isinstance(value, str) else type(value).__name__
-    text = text.encode("ascii", "backslashreplace").decode("ascii")
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def tree_problem(doc: Any) -> str | None:
