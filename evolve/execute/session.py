@@ -8,7 +8,6 @@ so ``--resume DIR`` needs nothing else.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from evolve.model.files import problem_from_dict, problem_to_dict
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 from evolve.model.validate import validate
+from evolve.run.folder import dump_json, make_folder
 from evolve.scheduling.kernel import warm_up
 
 JOURNAL = "journal.sqlite"
@@ -108,18 +108,19 @@ def start_run(
         missing = sorted({t.tool for t in plan.tasks if t.tool not in tools})
         if missing:
             raise ToolError(f"no callable for {', '.join(missing)}")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_folder(out_dir)
     path = out_dir / JOURNAL
     journal = Journal(path, sync=options.journal_sync)
     if journal.meta():
         journal.close()
         raise EvolveError(f"{out_dir}: already holds a run (continue it with --resume {out_dir})")
-    (out_dir / "problem.json").write_text(_dump(problem_to_dict(problem)))
-    (out_dir / "plan.json").write_text(_dump(plan.to_dict()))
+    problem_doc = problem_to_dict(problem)
+    (out_dir / "problem.json").write_text(dump_json(problem_doc))
+    (out_dir / "plan.json").write_text(dump_json(plan.to_dict()))
     warm_up()  # the planned schedule's compiled kernel loads before the run's clock starts
     clock = clock_for(simulate, 0.0)
     meta = {
-        "problem": problem_to_dict(problem),
+        "problem": problem_doc,
         "plan_source": plan_source,
         "tools": tools_spec,
         "simulate": simulate,
@@ -204,5 +205,3 @@ def resume_run(
     )
 
 
-def _dump(data: Any) -> str:
-    return json.dumps(data, indent=2, default=str) + "\n"

@@ -62,8 +62,8 @@ def new_run_dir(root: str | Path = RUNS_DIR) -> Path:
     raise UsageError(f"cannot create a new run folder under {base}: 1,000 exist for this second")
 
 
-RUN_FILES = ("events.jsonl", "checkpoint.json", "checkpoint.pkl", "summary.json", "best.json",
-             "problem.json", "report.html")
+RUN_FILES = ("events.jsonl", checkpoint.CHECKPOINT, checkpoint.LEGACY_CHECKPOINT, "summary.json",
+             "best.json", "problem.json", "report.html")
 """What a run writes into its folder: a folder holding any of them holds a run."""
 
 
@@ -132,8 +132,9 @@ def run_search(
         raise UsageError("resuming needs the run folder")
     out = Path(out_dir) if out_dir is not None else new_run_dir()
     prepare_folder(out, resume=resume, overwrite=overwrite)
+    problem_doc = problem_to_dict(problem)
     identity = {
-        "problem": fingerprint(problem_to_dict(problem)),
+        "problem": fingerprint(problem_doc),
         "options": fingerprint(options.fingerprint()),
         "ranking": ranking.describe(),
         "operators": (ACTIVITY_GA if activity_ga else htn_identity(problem, htn_fallback) if htn
@@ -142,7 +143,7 @@ def run_search(
     restored = checkpoint.load(out, identity) if resume else None
     events_path = out / "events.jsonl"
     digest = checkpoint.check_events(events_path, restored) if restored is not None else None
-    (out / "problem.json").write_text(dump_json(problem_to_dict(problem)))
+    (out / "problem.json").write_text(dump_json(problem_doc))
     if restored is not None:
         with events_path.open("r+b") as stream:
             stream.truncate(restored.events_bytes)
