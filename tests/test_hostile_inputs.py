@@ -419,3 +419,12 @@ def test_malformed_plans_get_an_answer_never_a_traceback(tmp_path: Path, doc: di
         assert "Traceback" not in result.output and "internal error" not in result.output
         if result.exit_code == 2:
             one_clear_line(result, str(plan))
+
+
+def test_execute_names_a_bad_out_folder(tmp_path: Path) -> None:
+    (tmp_path / "some_file").write_text("x")
+    for out in (Path("/dev/null"), tmp_path / "some_file" / "run"):
+        result = CliRunner().invoke(cli, ["execute", str(ROOT / "examples" / "refund_plan.yaml"),
+                                          "--problem", str(REFUND), "--simulate", "--out", str(out)])
+        assert result.exit_code == 2, result.output
+        assert f"error: {out}:" in result.output and "Traceback" not in result.output
