@@ -60,7 +60,7 @@ def _encode(value: Any, depth: int) -> Any:
         raise StateError(f"state nested deeper than {MAX_DEPTH} levels")
     if value is None or isinstance(value, (bool, str)):
         return value
-    if isinstance(value, (int, float)) and type(value) in (int, float):
+    if type(value) in (int, float):
         return value
     if isinstance(value, list):
         return [_encode(v, depth + 1) for v in value]
