@@ -147,6 +147,7 @@ FIELD_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
      "tools: \"evil\\u202etxt\"", "not a valid name"),
     ("crlf-fact", set_key("criteria", ["reply\r\nfinding"]), "criteria[0]", "not a valid name"),
     ("control-char-objective", set_key("objective", "refund\x1b[31m"), "objective", "U+001B"),
+    ("newline-in-unknown-key", set_tool("orders.get", "a\nb", 1), "tools.orders.get.a\\nb", "unknown key"),
     ("template-cycle", template([
         {"id": "t1", "tool": "orders.get", "deps": ["t2"], "inputs": {"order_id": "$order_id"}},
         {"id": "t2", "tool": "orders.get", "deps": ["t1"], "inputs": {"order_id": "$order_id"}}]),

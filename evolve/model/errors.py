@@ -14,8 +14,17 @@ class InputError(EvolveError):
         self.source = source
         self.path = path
         self.message = message
-        where = f"{source}: {path}: " if path else f"{source}: "
+        where = f"{printable(source)}: {printable(path)}: " if path else f"{printable(source)}: "
         super().__init__(f"{where}{message}")
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would not show as itself (control, format,
+    line-breaking: a newline, a right-to-left override) written as an escape, so a key or a
+    file name from hostile input can neither break the one-line message nor spoof it."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class UsageError(EvolveError, ValueError):
