@@ -180,3 +180,18 @@ def test_decomposition_and_adaptive_mixes_are_feasible_on_budget_and_reproducibl
     assert list(serial_sgs(inst, res.activity_list)) == list(res.starts)
     again = solve(inst, schedules=900, seed=2, params=p)
     assert np.array_equal(res.starts, again.starts)
+
+
+def test_mate_is_the_most_different_tournament_winner() -> None:
+    """The second parent is the candidate whose list differs most from the first's: with a
+    plain tournament it is a copy of the first as often as not; with a pool of 40 draws
+    from two individuals, the different one is drawn and taken (a miss has chance 2^-40)."""
+    from evolve.problems.rcpsp.kernels import _select_mate
+
+    lists = np.array([[0, 1, 2, 3, 4], [0, 1, 2, 3, 4], [0, 2, 1, 4, 3]], dtype=np.int64)
+    ms = np.array([10, 10, 10], dtype=np.int64)
+    rng = np.random.default_rng(0)
+    picks = [int(_select_mate(rng, lists, ms, 3, 1, 0, 40)) for _ in range(20)]
+    assert picks == [2] * 20
+    plain = [int(_select_mate(rng, lists, ms, 3, 1, 0, 1)) for _ in range(300)]
+    assert {0, 1, 2} == set(plain)

@@ -282,6 +282,31 @@ def _select(rng, pop_ms, npop, size):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)  # type: ignore[misc]
+def _select_mate(rng, pop_l, pop_ms, npop, size, m, pool):  # type: ignore[no-untyped-def]
+    """The second parent: of ``pool`` tournament winners (``size`` each), the one whose
+    list differs from ``m``'s in the most positions (one tournament when ``pool`` <= 1).
+
+    Two parents with nearly the same list give a child that is one of them, decoded
+    again; preferring the most different of a few good mates keeps the crossover
+    recombining. Distinct lists cost nothing to find: no schedule is decoded."""
+    d = _select(rng, pop_ms, npop, size)
+    if pool <= 1:
+        return d
+    n = pop_l.shape[1]
+    far = -1
+    for _ in range(pool):
+        e = _select(rng, pop_ms, npop, size)
+        h = 0
+        for k in range(n):
+            if pop_l[e, k] != pop_l[m, k]:
+                h += 1
+        if h > far:
+            far = h
+            d = e
+    return d
+
+
+@njit(cache=True)  # type: ignore[misc]
 def _max_valid(a, b):  # type: ignore[no-untyped-def]
     m = np.int64(0)
     for x in a:
@@ -446,6 +471,7 @@ def _bp_generation(  # type: ignore[no-untyped-def]
     polish,
     child_frac,
     sgs_stats,
+    mate_pool,
 ):
     """Children of the source population, decoded in the target world (one
     schedule each), compete with the target population.
@@ -475,7 +501,7 @@ def _bp_generation(  # type: ignore[no-untyped-def]
         if used >= budget:
             break
         m = _select(rng, src_ms, nsrc, tour_f)
-        d = _select(rng, src_ms, nsrc, tour_m)
+        d = _select_mate(rng, src_l, src_ms, nsrc, tour_m, m, mate_pool)
         op = 0
         if rng.random() < elite_rate:
             # intensify: a mutant of the best individual (population is sorted)
