@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evolve.defaults import EXPRESSION_MAX_DEPTH, EXPRESSION_MAX_LENGTH
+from evolve.model.evaluation import UnknownReference, evaluate, holds, resolver, truthy
 from evolve.model.expression import (
     BoolOp,
     Call,
@@ -21,13 +22,8 @@ from evolve.model.expression import (
     Node,
     Not,
     Reference,
-    UnknownReference,
-    evaluate,
     format_expression,
-    holds,
     parse_expression,
-    resolver,
-    truthy,
 )
 from evolve.model.plan import Ref, refs_in_text
 

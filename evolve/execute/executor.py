@@ -37,7 +37,8 @@ from evolve.execute.outcome import PlanDiff, build_outcome
 from evolve.execute.readiness import POLICIES, Policy, When, aggregate, decide
 from evolve.execute.replan import Replanner, pending_plan, signature, situation, translate
 from evolve.execute.tools import Call, ToolFn, reconciler
-from evolve.model.expression import ExpressionError, UnknownReference, holds, parse_expression, resolver
+from evolve.model.evaluation import UnknownReference, holds, resolver
+from evolve.model.expression import ExpressionError, parse_expression
 from evolve.model.files import plan_from_dict
 from evolve.model.graph import successors, topological_order
 from evolve.model.plan import Plan, Task, parse_ref
