@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Self
 
 import httpx
 
@@ -30,6 +30,20 @@ from evolve.model.errors import UsageError
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 """Statuses that mean "try again later": rate limits and an overloaded or restarting server."""
+
+
+class Closes:
+    """A context manager whose exit calls :meth:`close` (the HTTP client and what owns one)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -56,7 +70,7 @@ class CallError(Exception):
         self.latency = latency
 
 
-class ChatClient:
+class ChatClient(Closes):
     """POSTs to ``{base_url}/chat/completions`` with retries on 429/5xx and connection errors.
 
     ``timeout`` bounds the whole call (see the module docstring); ``read_timeout``
@@ -95,13 +109,6 @@ class ChatClient:
             headers["Authorization"] = f"Bearer {api_key}"
         self.http = httpx.Client(timeout=httpx.Timeout(self.read_timeout), headers=headers,
                                  transport=transport)
-
-    def __enter__(self) -> ChatClient:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
     def close(self) -> None:
         self.http.close()
@@ -212,20 +219,10 @@ def parse_response(response: httpx.Response, attempts: int, latency: float) -> C
                         attempts=attempts, latency=latency) from None
 
 
-Owner = TypeVar("Owner", bound="OwnsClient")
-
-
-class OwnsClient:
+class OwnsClient(Closes):
     """For what holds a :class:`ChatClient` in ``self.client``: a context manager that closes it."""
 
     client: ChatClient
-
-    def __enter__(self: Owner) -> Owner:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
     def close(self) -> None:
         self.client.close()
