@@ -292,6 +292,8 @@ def _select_mate(rng, pop_l, pop_ms, npop, size, m, pool):  # type: ignore[no-un
     d = _select(rng, pop_ms, npop, size)
     if pool <= 1:
         return d
+    # with a pool, that first draw is not a candidate: it only keeps the random stream
+    # of the published figures (two integers a child; dropping it changes every result)
     n = pop_l.shape[1]
     far = -1
     for _ in range(pool):
