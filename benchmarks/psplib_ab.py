@@ -43,6 +43,9 @@ def main() -> None:
     ap.add_argument("--offset", type=int, default=0)
     ap.add_argument("--schedules", default="1000,5000")
     ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (2 halves the wall time)")
+    ap.add_argument("--no-base", action="store_true",
+                    help="skip the default (deltas then against the first variant)")
     ap.add_argument("variants", nargs="*")
     args = ap.parse_args()
     budgets = [int(b) for b in args.schedules.split(",")]
@@ -50,10 +53,13 @@ def main() -> None:
     base: dict[int, float] = {}
     print(f"{args.set}, every {ordinal(args.every)} instance from #{args.offset}, seeds {args.seeds}, "
           f"budgets {args.schedules}")
-    for name, params in [("base", GaParams()), *map(variant, args.variants)]:
+    runs = [*map(variant, args.variants)]
+    if not args.no_base:
+        runs.insert(0, ("base", GaParams()))
+    for name, params in runs:
         t0 = time.perf_counter()
         res = run_psplib_grid([args.set], budgets=budgets, seeds=seeds, every=args.every,
-                              offset=args.offset, params=params)
+                              offset=args.offset, params=params, jobs=args.jobs)
         cells = []
         for row in res.rows:
             assert row.schedules is not None

@@ -195,3 +195,29 @@ def test_mate_is_the_most_different_tournament_winner() -> None:
     assert picks == [2] * 20
     plain = [int(_select_mate(rng, lists, ms, 3, 1, 0, 1)) for _ in range(300)]
     assert {0, 1, 2} == set(plain)
+
+
+def test_survival_moves_near_copies_behind_distinct_schedules() -> None:
+    """A survivor that starts fewer than ``distinct`` activities at other times than a better
+    one counts as a copy: it yields its place to a worse but distinct schedule, and only
+    fills a place left over; with ``distinct`` 1 only exact copies are copies."""
+    from evolve.problems.rcpsp.kernels import BIG, _survive
+
+    a = [0, 1, 2, 3, 4, 5]
+    near = [0, 1, 2, 3, 4, 6]  # one start differs from a: same makespan, larger sum
+    far = [0, 2, 4, 6, 8, 9]
+    weights = np.arange(1, 7, dtype=np.int64) * 7919
+
+    def survivors(distinct: int) -> list[list[int]]:
+        pop_s = np.array([near, far, a], dtype=np.int64)
+        pop_l = np.tile(np.arange(6, dtype=np.int64), (3, 1))
+        pop_ms = np.array([10, 11, 10], dtype=np.int64)
+        ch = np.zeros((1, 6), dtype=np.int64)
+        _survive(pop_l, pop_s, pop_ms, ch, ch.copy(),
+                 np.array([BIG], dtype=np.int64), weights, True, distinct)
+        return [list(map(int, row)) for row in pop_s]
+
+    assert survivors(1) == [a, near, far]
+    assert survivors(2) == [a, far, near]
+    # with 7 both count as copies of a (far differs in 5 starts): they refill in makespan order
+    assert survivors(7) == [a, near, far]

@@ -309,6 +309,18 @@ def _select_mate(rng, pop_l, pop_ms, npop, size, m, pool):  # type: ignore[no-un
 
 
 @njit(cache=True)  # type: ignore[misc]
+def _differ_less(a, b, k):  # type: ignore[no-untyped-def]
+    """Whether fewer than ``k`` positions of ``a`` and ``b`` differ (stops counting at ``k``)."""
+    diff = 0
+    for j in range(a.shape[0]):
+        if a[j] != b[j]:
+            diff += 1
+            if diff >= k:
+                return False
+    return True
+
+
+@njit(cache=True)  # type: ignore[misc]
 def _max_valid(a, b):  # type: ignore[no-untyped-def]
     m = np.int64(0)
     for x in a:
@@ -321,10 +333,15 @@ def _max_valid(a, b):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)  # type: ignore[misc]
-def _survive(pop_l, pop_s, pop_ms, ch_l, ch_s, ch_ms, weights, tiebreak):  # type: ignore[no-untyped-def]
+def _survive(pop_l, pop_s, pop_ms, ch_l, ch_s, ch_ms, weights, tiebreak, distinct):  # type: ignore[no-untyped-def]
     """(mu + lambda) survival in place: keep the best distinct schedules of
     parents + children (ties favour children, which lets the population
-    drift across plateaus); duplicates only fill up if too few are distinct."""
+    drift across plateaus); duplicates only fill up if too few are distinct.
+
+    A schedule counts as a duplicate of a better survivor when fewer than
+    ``distinct`` activities start at other times in it (``distinct`` <= 1: only
+    identical schedules). Near-copies of one good schedule would otherwise fill
+    the population, and crossing near-copies decodes the same schedule again."""
     npop, n = pop_l.shape
     nch = ch_l.shape[0]
     # (mu + lambda) survival without duplicate schedules; ties favour children
@@ -369,7 +386,8 @@ def _survive(pop_l, pop_s, pop_ms, ch_l, ch_s, ch_ms, weights, tiebreak):  # typ
         h = _hash(si, weights)
         dup = False
         for q in range(kept):
-            if hashes[q] == h and new_ms[q] == mi:
+            if (hashes[q] == h and new_ms[q] == mi) or (
+                    distinct > 1 and _differ_less(new_s[q], si, distinct)):
                 dup = True
                 break
         if dup:
@@ -474,6 +492,8 @@ def _bp_generation(  # type: ignore[no-untyped-def]
     child_frac,
     sgs_stats,
     mate_pool,
+    distinct,
+    polish_early,
 ):
     """Children of the source population, decoded in the target world (one
     schedule each), compete with the target population.
@@ -534,7 +554,10 @@ def _bp_generation(  # type: ignore[no-untyped-def]
             # promising child: justify it back and forth while that helps
             # (Tormos & Lova: spend extra passes only where they pay)
             while used + 2 <= budget:
-                _bp_decode(pb_src, ch_l[c], False, avail, tmp_s, tmp_l)
+                back = _bp_decode(pb_src, ch_l[c], False, avail, tmp_s, tmp_l)
+                if polish_early and back >= ch_ms[c]:
+                    used += 1
+                    break
                 ms2 = _bp_decode(pb_tgt, tmp_l, False, avail, new_s, new_l)
                 used += 2
                 if ms2 >= ch_ms[c]:
@@ -542,5 +565,5 @@ def _bp_generation(  # type: ignore[no-untyped-def]
                 ch_ms[c] = ms2
                 ch_s[c] = new_s
                 ch_l[c] = new_l
-    _survive(tgt_l, tgt_s, tgt_ms, ch_l, ch_s, ch_ms, weights, tiebreak)
+    _survive(tgt_l, tgt_s, tgt_ms, ch_l, ch_s, ch_ms, weights, tiebreak, distinct)
     return used
