@@ -58,9 +58,9 @@ class GaParams:
     """Tunable GA settings; the defaults are what the PSPLIB runs use."""
 
     pop_size: int | None = None  #: None: chosen from the schedule budget
-    #: per-child probability of each shift move (None: 0.25 up to 10,000 schedules, else 0.5;
-    #: once survival keeps the population distinct, short runs gain from less mutation and
-    #: 50,000-schedule runs do not)
+    #: per-child probability of each shift move (None: 0.25 up to 10,000 schedules, 0.5
+    #: beyond or with only a time budget; once survival keeps the population distinct, short
+    #: runs gain from less mutation and 50,000-schedule runs do not)
     mutation_rate: float | None = None
     mutation_moves: int = 4
     restart_after: int = 6  #: generations without improvement before a partial restart
@@ -159,12 +159,17 @@ def default_pop_size(schedules: int | None, n: int, scale: float = 0.55) -> int:
     return int(min(100, max(10, round(size))))
 
 
-def _resolve(p: GaParams, n: int) -> GaParams:
-    """Fill the size-dependent defaults (see the field comments of
-    :class:`GaParams`); they were tuned per instance size on PSPLIB."""
+def _resolve(p: GaParams, n: int, budget: int) -> GaParams:
+    """Fill the size- and budget-dependent defaults (see the field comments of
+    :class:`GaParams`); they were tuned per instance size and budget on PSPLIB.
+    ``budget`` is the schedule cap, or more than 10,000 with only a time budget."""
+    short = budget <= 10_000
     alpha = p.rbrs_alpha if p.rbrs_alpha is not None else (1.0 if n <= 40 else 2.0)
     near = p.restart_near if p.restart_near is not None else (0.0 if n <= 40 else 1.0)
-    return replace(p, rbrs_alpha=alpha, restart_near=near)
+    # polishing hurts j30 and helps j60/j120, more so with more budget
+    polish = p.polish_slack if p.polish_slack is not None else (-1000 if n <= 40 else 3 if short else 10)
+    mutation = p.mutation_rate if p.mutation_rate is not None else (0.25 if short else 0.5)
+    return replace(p, rbrs_alpha=alpha, restart_near=near, polish_slack=polish, mutation_rate=mutation)
 
 
 def solve(
@@ -213,24 +218,18 @@ class BiPopulationGA:
                  lower_bound: int | None = None, params: GaParams | None = None) -> None:
         if schedules is not None and schedules < 1:
             raise ValueError("schedules must be at least 1")
-        p = _resolve(params or GaParams(), inst.n)
+        # one schedule is kept for the final decode that makes list and schedule agree
+        self.budget = schedules - 1 if schedules is not None else 1 << 62
+        p = _resolve(params or GaParams(), inst.n, self.budget)
         self.sub_params = replace(params or GaParams(), decompose_share=0.0)
         self.inst = inst
         self.params = p
-        # one schedule is kept for the final decode that makes list and schedule agree
-        self.budget = schedules - 1 if schedules is not None else 1 << 62
         self.lb = instance_bound(inst) if lower_bound is None else lower_bound
         self.rng = np.random.default_rng(np.random.SeedSequence(seed))
         n = inst.n
         self.prio = latest_finishes(inst).astype(np.float64)
         self.npop = p.pop_size or default_pop_size(schedules, n, p.pop_scale)
         self.weights = self.rng.integers(1, 1 << 20, size=n, dtype=np.int64)
-        polish = p.polish_slack
-        if polish is None:  # tuned on PSPLIB: hurts j30, helps j60/j120, more so with more budget
-            polish = -1000 if n <= 40 else (3 if self.budget <= 10_000 else 10)
-        self.polish = polish
-        if p.mutation_rate is None:
-            p = self.params = replace(p, mutation_rate=0.25 if self.budget <= 10_000 else 0.5)
         self.pop_l = np.empty((2, self.npop, n), dtype=np.int64)
         self.pop_s = np.empty((2, self.npop, n), dtype=np.int64)
         self.pop_ms = np.full((2, self.npop), _BIG, dtype=np.int64)
@@ -310,7 +309,7 @@ class BiPopulationGA:
                 pop_l[src], pop_s[src], pop_ms[src], pop_l[tgt], pop_s[tgt], pop_ms[tgt],
                 self.weights, p.mutation_rate, p.mutation_moves, self.peak_rate, p.peak_min, p.peak_max,
                 p.tournament_father, p.tournament_mother, p.tiebreak, self.par_rate, p.elite_rate,
-                p.crossover, self.polish, p.children, self.sgs_stats, p.mate_pool,
+                p.crossover, p.polish_slack, p.children, self.sgs_stats, p.mate_pool,
                 max(1, round(p.distinct * inst.n)), p.polish_early))
             self.src = tgt
             if p.sgs_adapt or p.peak_adapt:
