@@ -221,3 +221,58 @@ def test_survival_moves_near_copies_behind_distinct_schedules() -> None:
     assert survivors(2) == [a, far, near]
     # with 7 both count as copies of a (far differs in 5 starts): they refill in makespan order
     assert survivors(7) == [a, near, far]
+
+
+def test_polishing_passes_are_recycled_as_feasible_schedules_of_their_world() -> None:
+    """The backward passes of polishing are kept for the source world's next survival: each
+    kept one is a feasible schedule of that world (world 1 mirrored) with the makespan it
+    is filed under; with ``recycle`` 0 nothing is kept."""
+    from evolve.problems.rcpsp.kernels import BIG
+    from evolve.problems.rcpsp.search import BiPopulationGA
+
+    inst = load_instance(DATA / "j120/j1206_2.sm")
+    ga = BiPopulationGA(inst, schedules=5000, seed=1, params=GaParams(polish_slack=1000, restart_after=99))
+    kept = 0
+    for _ in range(4):
+        ga.step()
+        w = 1 - ga.src  # the world the generation's children came from
+        for s, ms in zip(ga.spare_s[w], ga.spare_ms[w], strict=True):
+            if ms >= BIG:
+                continue
+            starts = s if w == 0 else ms - s - inst.durations
+            assert schedule_violations(inst, starts) == []
+            assert int((starts + inst.durations).max()) == ms
+            kept += 1
+    assert kept > 0
+    off = BiPopulationGA(inst, schedules=5000, seed=1, params=GaParams(recycle=0.0))
+    off.step()
+    assert off.spare_ms.size == 0
+
+
+@pytest.mark.parametrize("name", ["j30/j301_1.sm", "j120/j1206_2.sm"])
+def test_block_crossover_gives_feasible_lists_and_a_list_crossed_with_itself_back(name: str) -> None:
+    """Every child of two precedence-feasible lists is a precedence-feasible permutation
+    (the mother's activities that depend on the father's block wait for it), and crossing
+    a list with itself gives that list: the block is cut in where it came from."""
+    from evolve.problems.rcpsp.instance import latest_finishes
+    from evolve.problems.rcpsp.kernels import _crossover_block, _rbrs_list
+
+    inst = load_instance(DATA / name)
+    pb, n = inst.arrays, inst.n
+    prio = latest_finishes(inst).astype(np.float64)
+    rng = np.random.default_rng(5)
+    mom, dad, child = (np.empty(n, dtype=np.int64) for _ in range(3))
+    changed = 0
+    for _ in range(300):
+        _rbrs_list(rng, pb, prio, 1.0, mom)
+        _rbrs_list(rng, pb, prio, 1.0, dad)
+        _crossover_block(rng, pb, mom, dad, child)
+        assert sorted(child.tolist()) == list(range(n))
+        pos = np.empty(n, dtype=np.int64)
+        pos[child] = np.arange(n)
+        for j in range(n):
+            assert all(pos[p] < pos[j] for p in inst.predecessors(j))
+        changed += not np.array_equal(child, mom)
+        _crossover_block(rng, pb, mom, mom, child)
+        assert np.array_equal(child, mom)
+    assert changed > 100

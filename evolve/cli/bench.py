@@ -92,7 +92,8 @@ def bench() -> None:
 @click.option(
     "--legacy", is_flag=True,
     help="The search settings before the adaptive serial/parallel SGS mix, the dissimilar mate, "
-         "distinct survival, early polishing and light mutation (reproduces older figures).",
+         "distinct survival, early polishing, light mutation, recycled polishing passes and the block "
+         "crossover (reproduces older figures).",
 )
 @click.option(
     "--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None,

@@ -27,7 +27,9 @@ from evolve.run.state_codec import StateError, decode, encode
 CHECKPOINT = "checkpoint.json"
 LEGACY_CHECKPOINT = "checkpoint.pkl"
 MAGIC = "evolve-checkpoint"
-VERSION = 2
+VERSION = 3
+"""Bumped whenever a checkpointed state gains or loses a field (3: the RCPSP search keeps
+recycled polishing passes), so an older file is refused with a message, not half-restored."""
 MAX_BYTES = 1 << 30
 """A checkpoint larger than this is refused unread (a real one is kilobytes to megabytes)."""
 

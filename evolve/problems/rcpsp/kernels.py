@@ -116,6 +116,77 @@ def _crossover(rng, mom, dad, out):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)  # type: ignore[misc]
+def _crossover_block(rng, pb, mom, dad, out):  # type: ignore[no-untyped-def]
+    """Block crossover (in the spirit of Zamani's magnet-based crossover): the father's
+    positions q1..q2-1 are kept whole, in his order, and inserted into the mother's order of
+    the other activities at position q1, or later if an outside predecessor of the block
+    comes later in her list; her activities that depend on the block wait until it is placed.
+
+    Lists are sorted by start time, so a run of consecutive positions is a stretch of the
+    father's schedule, packed as he packed it; Hartmann's two-point crossover keeps only the
+    relative order of the middle activities, interleaved with the mother's."""
+    _dur, _dem, _cap, pred_ptr, pred_idx, _succ_ptr, _succ_idx = pb
+    n = mom.shape[0]
+    q1 = rng.integers(0, n + 1)
+    q2 = rng.integers(0, n + 1)
+    if q1 > q2:
+        q1, q2 = q2, q1
+    inb = np.zeros(n, dtype=np.bool_)
+    for i in range(q1, q2):
+        inb[dad[i]] = True
+    # outside predecessors of the block still to emit
+    need = 0
+    isneed = np.zeros(n, dtype=np.bool_)
+    for i in range(q1, q2):
+        j = dad[i]
+        for q in range(pred_ptr[j], pred_ptr[j + 1]):
+            a = pred_idx[q]
+            if not inb[a] and not isneed[a]:
+                isneed[a] = True
+                need += 1
+    wait = np.zeros(n, dtype=np.bool_)
+    pend = np.empty(n, dtype=np.int64)
+    npend = 0
+    k = 0
+    placed = q2 == q1
+    for i in range(n):
+        a = mom[i]
+        if inb[a]:
+            continue
+        if not placed:
+            dep = False
+            for q in range(pred_ptr[a], pred_ptr[a + 1]):
+                b = pred_idx[q]
+                if inb[b] or wait[b]:
+                    dep = True
+                    break
+            if dep:
+                wait[a] = True
+                pend[npend] = a
+                npend += 1
+                continue
+        out[k] = a
+        k += 1
+        if isneed[a]:
+            need -= 1
+        if not placed and need == 0 and k >= q1:
+            for t in range(q1, q2):
+                out[k] = dad[t]
+                k += 1
+            for t in range(npend):
+                out[k] = pend[t]
+                k += 1
+            placed = True
+    if not placed:
+        for t in range(q1, q2):
+            out[k] = dad[t]
+            k += 1
+        for t in range(npend):
+            out[k] = pend[t]
+            k += 1
+
+
+@njit(cache=True)  # type: ignore[misc]
 def _crossover_uniform(rng, mom, dad, out):  # type: ignore[no-untyped-def]
     """Hartmann's uniform crossover: each position takes the next unused
     activity of a randomly chosen parent. Keeps precedence feasibility."""
@@ -494,6 +565,10 @@ def _bp_generation(  # type: ignore[no-untyped-def]
     mate_pool,
     distinct,
     polish_early,
+    ex_l,
+    ex_s,
+    ex_ms,
+    src,
 ):
     """Children of the source population, decoded in the target world (one
     schedule each), compete with the target population.
@@ -501,7 +576,13 @@ def _bp_generation(  # type: ignore[no-untyped-def]
     ``sgs_stats`` counts, per decoder and per crossover, the children tried and
     those that beat the target population's median: ``[serial tried, serial won,
     parallel tried, parallel won, other crossover tried, won, peak crossover
-    tried, won]`` (what the adaptive mixes learn from)."""
+    tried, won]`` (what the adaptive mixes learn from).
+
+    ``ex_l``/``ex_s``/``ex_ms`` (indexed by world, ``src`` the source's index) hold the
+    schedules recycled from polishing: each backward pass of a polished child is a
+    schedule of the source world, already paid for, so the best of them are kept in
+    ``ex_*[src]`` and compete in that world's next survival, and those of the previous
+    generation (``ex_*[1 - src]``) compete in this one beside the children."""
     npop, n = src_l.shape
     nsrc = 0
     while nsrc < npop and src_ms[nsrc] < _BIG:
@@ -509,9 +590,12 @@ def _bp_generation(  # type: ignore[no-untyped-def]
     if nsrc == 0:
         return 0
     nch = max(1, min(int(npop * child_frac + 0.5), budget))
-    ch_l = np.empty((nch, n), dtype=np.int64)
-    ch_s = np.empty((nch, n), dtype=np.int64)
-    ch_ms = np.full(nch, _BIG, dtype=np.int64)
+    nex = ex_ms.shape[1]
+    ch_l = np.empty((nch + nex, n), dtype=np.int64)
+    ch_s = np.empty((nch + nex, n), dtype=np.int64)
+    ch_ms = np.full(nch + nex, _BIG, dtype=np.int64)
+    out_l, out_s, out_ms = ex_l[src], ex_s[src], ex_ms[src]
+    out_ms[:] = _BIG
     child = np.empty(n, dtype=np.int64)
     pb_src = (pb_tgt[0], pb_tgt[1], pb_tgt[2], pb_tgt[5], pb_tgt[6], pb_tgt[3], pb_tgt[4])
     tmp_s = np.empty(n, dtype=np.int64)
@@ -537,6 +621,8 @@ def _bp_generation(  # type: ignore[no-untyped-def]
             _crossover_uniform(rng, src_l[m], src_l[d], child)
         elif xover == 2:
             _crossover_keys(rng, pb_tgt, src_l[m], src_l[d], child)
+        elif xover == 3:
+            _crossover_block(rng, pb_tgt, src_l[m], src_l[d], child)
         else:
             _crossover(rng, src_l[m], src_l[d], child)
         for _ in range(mut_moves):
@@ -555,6 +641,7 @@ def _bp_generation(  # type: ignore[no-untyped-def]
             # (Tormos & Lova: spend extra passes only where they pay)
             while used + 2 <= budget:
                 back = _bp_decode(pb_src, ch_l[c], False, avail, tmp_s, tmp_l)
+                _keep_better(out_l, out_s, out_ms, tmp_l, tmp_s, back)
                 if polish_early and back >= ch_ms[c]:
                     used += 1
                     break
@@ -565,5 +652,25 @@ def _bp_generation(  # type: ignore[no-untyped-def]
                 ch_ms[c] = ms2
                 ch_s[c] = new_s
                 ch_l[c] = new_l
+    tgt = 1 - src
+    for q in range(nex):
+        ch_l[nch + q], ch_s[nch + q], ch_ms[nch + q] = ex_l[tgt, q], ex_s[tgt, q], ex_ms[tgt, q]
+        ex_ms[tgt, q] = _BIG
     _survive(tgt_l, tgt_s, tgt_ms, ch_l, ch_s, ch_ms, weights, tiebreak, distinct)
     return used
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _keep_better(keep_l, keep_s, keep_ms, lst, starts, ms):  # type: ignore[no-untyped-def]
+    """Keep a schedule in a bounded buffer: in a free slot (makespan ``BIG``), else in
+    place of the worst kept one if it is shorter."""
+    if keep_ms.shape[0] == 0:
+        return
+    w = 0
+    for q in range(1, keep_ms.shape[0]):
+        if keep_ms[q] > keep_ms[w]:
+            w = q
+    if ms < keep_ms[w]:
+        keep_ms[w] = ms
+        keep_s[w] = starts
+        keep_l[w] = lst
