@@ -5,6 +5,7 @@ and the same seed gives the same run."""
 from __future__ import annotations
 
 import json
+import signal
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +20,8 @@ from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 from evolve.scheduling.base import EPS
 
+HANG_SECONDS = 60
+"""A simulated run of these sizes ends in well under a second; one that runs this long hangs."""
 POLICY = st.sampled_from(["fail_plan", "skip_dependents", "retry", "replan"])
 
 
@@ -43,17 +46,26 @@ def execute(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     from evolve.execute import SearchReplanner
 
-    outcome = start_run(
-        problem,
-        plan,
-        folder,
-        plan_source="plan",
-        tools_spec=None,
-        simulate=True,
-        fail_rates=rates,
-        options=ExecuteOptions(max_steps=max_steps, seed=seed, backoff=1.0),
-        replanner=SearchReplanner(generations=1, population=4, keep=2),
-    ).run()
+    def hang(signum: int, frame: object) -> None:
+        raise TimeoutError(f"the run did not end within {HANG_SECONDS} s")
+
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(HANG_SECONDS)  # a run that never ends fails its example instead of the suite
+    try:
+        outcome = start_run(
+            problem,
+            plan,
+            folder,
+            plan_source="plan",
+            tools_spec=None,
+            simulate=True,
+            fail_rates=rates,
+            options=ExecuteOptions(max_steps=max_steps, seed=seed, backoff=1.0),
+            replanner=SearchReplanner(generations=1, population=4, keep=2),
+        ).run()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
     events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
     return outcome, events
 
@@ -102,3 +114,98 @@ def test_any_simulated_run_keeps_the_invariants(
     assert {tid: (t["status"], t["start"], t["finish"]) for tid, t in again["tasks"].items()} == {
         tid: (t["status"], t["start"], t["finish"]) for tid, t in tasks.items()
     }
+
+
+# the case hypothesis found (drawn by problems() and valid_plans(), policies and retries set)
+PROBLEM_WAITING_ON_A_TIMER: dict[str, Any] = {'name': 'generated',
+ 'initial': ['f0'],
+ 'criteria': ['f1'],
+ 'scopes': ['beta', 'alpha', 'gamma'],
+ 'limits': {'max_parallel': 2, 'max_tasks': 10},
+ 'tools': {'tool_0': {'duration': 1.5,
+                      'inputs': ['f0', 'f1'],
+                      'outputs': ['f1', 'f0'],
+                      'risk': 'approval',
+                      'cost': 0.5,
+                      'llm_calls': 2},
+           'tool_1': {'duration': 6.0,
+                      'outputs': ['f0', 'f1'],
+                      'risk': 'approval',
+                      'cost': 0.5,
+                      'llm_calls': 3},
+           'tool_2': {'duration': 1.5,
+                      'scope': 'alpha',
+                      'outputs': ['f1'],
+                      'risk': 'write',
+                      'llm_calls': 2},
+           'tool_3': {'duration': 2.0,
+                      'scope': 'beta',
+                      'inputs': ['f0', 'f1'],
+                      'outputs': ['f1'],
+                      'risk': 'write',
+                      'llm_calls': 1}}}
+PLAN_WAITING_ON_A_TIMER: dict[str, Any] = {'tasks': [{'id': 't1',
+            'tool': 'tool_1',
+            'deps': [],
+            'inputs': {},
+            'outputs': [],
+            'on_failure': 'skip_dependents',
+            'retries': 2},
+           {'id': 't2',
+            'tool': 'tool_2',
+            'deps': [],
+            'inputs': {},
+            'outputs': [],
+            'idempotency_key': 't2-once',
+            'on_failure': 'replan',
+            'retries': 2},
+           {'id': 't3',
+            'tool': 'tool_1',
+            'deps': ['t2'],
+            'inputs': {},
+            'outputs': [],
+            'when': '$t2.f1 > 0',
+            'on_failure': 'replan',
+            'retries': 2},
+           {'id': 't4',
+            'tool': 'tool_2',
+            'deps': ['t2'],
+            'inputs': {},
+            'outputs': ['f1'],
+            'idempotency_key': 't4-once',
+            'on_failure': 'skip_dependents',
+            'retries': 1},
+           {'id': 't5',
+            'tool': 'tool_2',
+            'deps': ['t2', 't4'],
+            'inputs': {},
+            'outputs': [],
+            'idempotency_key': 't5-once',
+            'on_failure': 'replan'},
+           {'id': 't6',
+            'tool': 'tool_2',
+            'deps': ['t3', 't1', 't5'],
+            'inputs': {},
+            'outputs': [],
+            'when': '$t3.f0 > 0',
+            'idempotency_key': 't6-once',
+            'on_failure': 'skip_dependents',
+            'retries': 2}]}
+
+
+def test_a_run_stopped_with_a_retry_timer_due_ends_when_its_calls_end(tmp_path: Path) -> None:
+    """Found by the property above: t1 fails at 6 and waits for its retry at 7, t4 is ready but
+    the step budget (3) is spent, so the run stops while t3 still runs until 7.5. The loop
+    used to wake at the retry timer again and again without the clock moving (a hang); it
+    must wait for t3's call and end when it ends."""
+    from evolve.model.files import plan_from_dict, problem_from_dict
+
+    problem = problem_from_dict(PROBLEM_WAITING_ON_A_TIMER)
+    plan = plan_from_dict(PLAN_WAITING_ON_A_TIMER)
+    outcome, events = execute(problem, plan, {"tool_1": 1.0, "tool_3": 1.0}, 1, 3, tmp_path / "run")
+    assert outcome["reason"] == "goal_met"  # t2 made f1; the message names the spent budget
+    assert "--max-steps 3 spent" in outcome["message"]
+    assert [e["task"] for e in events if e["event"] == "step.start"] == ["t2", "t1", "t3"]
+    assert [(e["event"], e["task"], e["time"]) for e in events if e["event"] == "step.error"] == [
+        ("step.error", "t1", 6.0), ("step.error", "t3", 7.5)]
+    assert events[-1]["event"] == "session.complete" and events[-1]["time"] == 7.5

@@ -345,7 +345,14 @@ class Executor:
             self.events_file.close()
 
     def next_wake(self) -> float | None:
-        return self.delayed[0][0] if self.delayed else None
+        """When to stop waiting for running calls: at the next retry timer, if one is still ahead
+        and can start. A stopping run dispatches nothing, and a due timer whose task could not
+        start waits for a running call to free its way: waking for either would not advance the
+        clock and would wait again at once, forever."""
+        if self.stop is not None or not self.delayed:
+            return None
+        at = self.delayed[0][0]
+        return at if at > self.clock.now() + EPS else None
 
     def dirty_all(self) -> None:
         for tid, status in self.state.status.items():
