@@ -85,14 +85,21 @@ def _rbrs_list(rng, pb, prio, alpha, out):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)  # type: ignore[misc]
-def _crossover(rng, mom, dad, out):  # type: ignore[no-untyped-def]
-    """Hartmann's two-point crossover: mom's head, dad's order for the middle,
-    mom's order for the tail. Keeps precedence feasibility of both parents."""
-    n = mom.shape[0]
+def _cut_points(rng, n):  # type: ignore[no-untyped-def]
+    """Two cut positions ``q1 <= q2`` in ``0..n``, drawn uniformly (two draws of ``rng``)."""
     q1 = rng.integers(0, n + 1)
     q2 = rng.integers(0, n + 1)
     if q1 > q2:
         q1, q2 = q2, q1
+    return q1, q2
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _crossover(rng, mom, dad, out):  # type: ignore[no-untyped-def]
+    """Hartmann's two-point crossover: mom's head, dad's order for the middle,
+    mom's order for the tail. Keeps precedence feasibility of both parents."""
+    n = mom.shape[0]
+    q1, q2 = _cut_points(rng, n)
     taken = np.zeros(n, dtype=np.bool_)
     k = 0
     for i in range(q1):
@@ -127,10 +134,7 @@ def _crossover_block(rng, pb, mom, dad, out):  # type: ignore[no-untyped-def]
     relative order of the middle activities, interleaved with the mother's."""
     _dur, _dem, _cap, pred_ptr, pred_idx, _succ_ptr, _succ_idx = pb
     n = mom.shape[0]
-    q1 = rng.integers(0, n + 1)
-    q2 = rng.integers(0, n + 1)
-    if q1 > q2:
-        q1, q2 = q2, q1
+    q1, q2 = _cut_points(rng, n)
     inb = np.zeros(n, dtype=np.bool_)
     for i in range(q1, q2):
         inb[dad[i]] = True
@@ -170,20 +174,23 @@ def _crossover_block(rng, pb, mom, dad, out):  # type: ignore[no-untyped-def]
         if isneed[a]:
             need -= 1
         if not placed and need == 0 and k >= q1:
-            for t in range(q1, q2):
-                out[k] = dad[t]
-                k += 1
-            for t in range(npend):
-                out[k] = pend[t]
-                k += 1
+            k = _put_block(out, k, dad, q1, q2, pend, npend)
             placed = True
     if not placed:
-        for t in range(q1, q2):
-            out[k] = dad[t]
-            k += 1
-        for t in range(npend):
-            out[k] = pend[t]
-            k += 1
+        _put_block(out, k, dad, q1, q2, pend, npend)
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _put_block(out, k, dad, q1, q2, pend, npend):  # type: ignore[no-untyped-def]
+    """Write ``dad[q1:q2]`` and then the ``npend`` waiting activities at ``out[k:]``; returns
+    the next free position."""
+    for t in range(q1, q2):
+        out[k] = dad[t]
+        k += 1
+    for t in range(npend):
+        out[k] = pend[t]
+        k += 1
+    return k
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -215,10 +222,7 @@ def _crossover_keys(rng, pb, mom, dad, out):  # type: ignore[no-untyped-def]
     key = np.empty(n, dtype=np.float64)
     for k in range(n):
         key[mom[k]] = k
-    q1 = rng.integers(0, n + 1)
-    q2 = rng.integers(0, n + 1)
-    if q1 > q2:
-        q1, q2 = q2, q1
+    q1, q2 = _cut_points(rng, n)
     for k in range(n):
         a = dad[k]
         if q1 <= a < q2:
