@@ -255,7 +255,7 @@ def test_block_crossover_gives_feasible_lists_and_a_list_crossed_with_itself_bac
     (the mother's activities that depend on the father's block wait for it), and crossing
     a list with itself gives that list: the block is cut in where it came from."""
     from evolve.problems.rcpsp.instance import latest_finishes
-    from evolve.problems.rcpsp.kernels import _crossover_block, _rbrs_list
+    from evolve.problems.rcpsp.lists import _crossover_block, _rbrs_list
 
     inst = load_instance(DATA / name)
     pb, n = inst.arrays, inst.n

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from evolve.problems.rcpsp.kernels import BIG, _bp_decode, _bp_mirror, _crossover, _rbrs_list, _shift_mutation
+from evolve.problems.rcpsp.kernels import BIG, _bp_decode, _bp_mirror
+from evolve.problems.rcpsp.lists import _crossover, _rbrs_list, _shift_mutation
 
 _BIG = BIG
 

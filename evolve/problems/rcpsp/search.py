@@ -49,7 +49,8 @@ from evolve.problems.rcpsp.decompose import decompose
 from evolve.problems.rcpsp.instance import IntArray, RcpspInstance, latest_finishes
 from evolve.problems.rcpsp.instance import lower_bound as instance_bound
 from evolve.problems.rcpsp.intensify import _bp_restart
-from evolve.problems.rcpsp.kernels import BIG, _bp_generation, _bp_init, _rbrs_list
+from evolve.problems.rcpsp.kernels import BIG, _bp_generation, _bp_init
+from evolve.problems.rcpsp.lists import _rbrs_list
 
 _BIG = BIG
 
