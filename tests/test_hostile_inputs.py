@@ -7,6 +7,7 @@ nothing written outside the folder the command was given.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import resource
@@ -30,6 +31,8 @@ from evolve.llm.testing import Scripted, ScriptedServer
 ROOT = Path(__file__).resolve().parents[1]
 REFUND = ROOT / "examples" / "refund.yaml"
 BASE: dict[str, Any] = yaml.safe_load(REFUND.read_text())
+DEEP = "nested deeper than 64 levels"
+"""evolve's own wording for a deep document, whatever the YAML or JSON library says."""
 QUICK = ["--generations", "1", "--population", "4", "--keep", "2", "--jobs", "1", "--no-report"]
 
 
@@ -91,8 +94,10 @@ def raw_cases() -> list[tuple[str, str, str, list[str]]]:
         ("alias-bomb-template", "bomb2.yaml", BILLION_LAUGHS + refund_text.replace(
             "name: refund-8472", "name: refund\ntemplate: {tasks: [{id: t1, tool: orders.get, "
             "inputs: {order_id: $order_id, x: *i}}]}"), ["aliases"]),
-        ("deep-yaml", "deep.yaml", "tools: " + "[" * 5000 + "]" * 5000 + "\n", ["nested"]),
-        ("deep-json", "deep.json", '{"tools": ' + "[" * 100_000 + "]" * 100_000 + "}", ["nested"]),
+        ("deep-yaml", "deep.yaml", "tools: " + "[" * 5000 + "]" * 5000 + "\n", [DEEP]),
+        ("deep-yaml-1007", "deep1007.yaml", "tools: " + "[" * 1007 + "]" * 1007 + "\n", [DEEP]),
+        ("deep-yaml-70", "deep70.yaml", "tools: " + "[" * 70 + "]" * 70 + "\n", [DEEP]),
+        ("deep-json", "deep.json", '{"tools": ' + "[" * 100_000 + "]" * 100_000 + "}", [DEEP]),
         ("duplicate-tools-key", "dup.yaml", refund_text + "tools: {}\n", ['"tools"', "appears twice"]),
         ("duplicate-json-key", "dup.json", '{"name": "a", "name": "b", "tools": {}}', ["appears twice"]),
         ("not-utf8", "latin1.yaml", "name: caf\xe9\n", ["UTF-8"]),
@@ -112,6 +117,67 @@ def test_hostile_problem_text_is_refused_in_one_line(tmp_path: Path,
     assert result.exit_code == 2, result.output
     one_clear_line(result, str(path), *words)
     assert files_under(tmp_path) == before  # refused before anything was written
+
+
+@pytest.mark.parametrize("message", ["exceeded maximum nesting depth", "some other parser limit"])
+def test_a_parser_refusing_a_deep_document_gets_evolve_s_wording(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, message: str) -> None:
+    """Another libyaml build refuses deep nesting itself, in its own words (seen on a fresh
+    machine); evolve must say the same thing as when its own bound catches it."""
+    import evolve.model.files as files
+
+    def refuse(*_: object, **__: object) -> None:
+        raise yaml.YAMLError(message)
+
+    monkeypatch.setattr(files.yaml, "load", refuse)
+    path = tmp_path / "deep.yaml"
+    path.write_text("tools: " + "[" * 1007 + "]" * 1007 + "\n")
+    result = invoke("run", path, *QUICK, "--out", tmp_path / "run")
+    assert result.exit_code == 2, result.output
+    line = one_clear_line(result, str(path), DEEP)
+    assert message not in line
+    shallow = tmp_path / "shallow.yaml"
+    shallow.write_text("tools: [[x]]\n")
+    result = invoke("run", shallow, *QUICK, "--out", tmp_path / "run")
+    assert result.exit_code == 2 and DEEP not in result.output  # a plain syntax error stays one
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "fifo-sm", "fifo-plan"])
+def test_a_path_that_is_not_a_regular_file_is_refused_without_reading_it(tmp_path: Path, kind: str) -> None:
+    """A FIFO would block the reader until a writer came, /dev/zero would fill memory."""
+    if kind == "dev-zero":
+        path = Path("/dev/zero")
+    else:
+        path = tmp_path / ("x.sm" if kind == "fifo-sm" else "x.yaml")
+        os.mkfifo(path)
+    before = files_under(tmp_path)
+    began = time.monotonic()
+    if kind == "fifo-plan":
+        result = invoke("validate", path, "--problem", REFUND)
+    else:
+        result = invoke("run", path, *QUICK, "--out", tmp_path / "run")
+    assert time.monotonic() - began < 30
+    assert result.exit_code == 2, result.output
+    one_clear_line(result, str(path), "not a regular file")
+    assert files_under(tmp_path) == before
+
+
+def test_jobs_far_above_the_cores_are_capped_with_a_warning(tmp_path: Path) -> None:
+    began = time.monotonic()
+    result = invoke("run", REFUND, "--generations", "1", "--population", "4", "--keep", "2",
+                    "--no-report", "--jobs", "1000", "--out", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert time.monotonic() - began < 120
+    assert f"--jobs 1000 is more than this machine's {os.cpu_count()} cores" in result.output
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["options"]["jobs"] <= (os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize("command", [["generate"], ["bench", "psplib"], ["execute", "x.yaml"]])
+def test_a_negative_seed_is_a_usage_error(command: list[str]) -> None:
+    result = invoke(*command, "--seed", "-1")
+    assert result.exit_code == 2, result.output
+    assert "--seed" in result.output and "internal error" not in result.output
 
 
 def set_tool(name: str, key: str, value: Any) -> Callable[[dict[str, Any]], None]:
@@ -358,6 +424,33 @@ def test_ctrl_c_in_generation_0_tells_the_truth(tmp_path: Path) -> None:
         assert "checkpointed" in err
     else:
         assert "there is no checkpoint to resume" in err
+
+
+def swallowed_ctrl_c(*_: object, **__: object) -> None:
+    """What the first run's kernel compilation does with a Ctrl-C that lands in llvmlite's
+    ctypes callback: the interrupt is swallowed, then the compiler fails for another reason."""
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the handler runs here and raises
+    except KeyboardInterrupt:
+        pass
+    raise RuntimeError("no compiled object yet for <Library 'justify'>")
+
+
+def test_a_ctrl_c_lost_inside_the_compiler_is_still_reported_as_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timing-free twin of the test above: the interrupt is caught whatever phase it hits."""
+    main = importlib.import_module("evolve.cli.main")  # the package exports a function of that name
+    monkeypatch.setattr(main, "run_search", swallowed_ctrl_c)
+    before = signal.getsignal(signal.SIGINT)
+    result = invoke("run", REFUND, *QUICK, "--out", tmp_path / "run")
+    assert result.exit_code == 130, result.output
+    assert "there is no checkpoint to resume" in result.output
+    assert "internal error" not in result.output and "Traceback" not in result.output
+    assert signal.getsignal(signal.SIGINT) is before
+    monkeypatch.setattr(main, "run_search", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("bug")))
+    result = invoke("run", REFUND, *QUICK, "--out", tmp_path / "run2")
+    assert result.exit_code == 70 and "internal error" in result.output  # a real bug stays one
 
 
 # --- hypothesis: malformed documents, whatever their shape --------------------------------------

@@ -10,11 +10,13 @@ import json
 from pathlib import Path
 
 import click
+from joblib import cpu_count
 
 from evolve import defaults
 from evolve.problems.rcpsp.bench import COUNT_RULE, STOP_RULE, format_grid, format_matrix, run_psplib_grid
 from evolve.problems.rcpsp.instance import PSPLIB_SETS, psplib_dir
 from evolve.problems.rcpsp.search import LEGACY
+from evolve.run.evaluator import capped_jobs
 
 
 class IntList(click.ParamType[tuple[int, ...]]):
@@ -84,7 +86,7 @@ def bench() -> None:
     "--jobs", type=int, default=defaults.BENCH_JOBS, show_default=True,
     help="Parallel worker processes (joblib; -1 = all cores). Results do not depend on it.",
 )
-@click.option("--seed", type=int, default=None, help=f"Run seed (default {defaults.SEED}).")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help=f"Run seed (default {defaults.SEED}).")
 @click.option(
     "--seeds", type=IntList(0), multiple=True,
     help="Several run seeds (0,1,2): each figure is their mean, printed with its spread.",
@@ -127,6 +129,10 @@ def psplib_cmd(
                 sets.append(name)
     if jobs == 0:
         raise click.UsageError("--jobs must not be 0")
+    capped, cut = capped_jobs(jobs, cpu_count())
+    if cut is not None:
+        click.echo(f"warning: {cut}", err=True)
+        jobs = capped or jobs
     if seed is not None and seeds:
         raise click.UsageError("give --seed or --seeds, not both")
     if instances is not None and every is not None:

@@ -13,13 +13,16 @@ Exit statuses (the README's table is this one):
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
+from types import FrameType, TracebackType
 from typing import Any, TypeVar
 
 import click
@@ -30,6 +33,68 @@ from evolve.model.errors import EvolveError, InfeasibleProblem, RunFailed
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK, EXIT_NO, EXIT_BAD_INPUT, EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 70, 130
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is Ctrl-C: a ``KeyboardInterrupt``, or the ``SystemError`` a compiled
+    kernel raises when the interrupt lands while it runs (the interrupt is its context)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _quiet(info: Any) -> None:
+    """An unraisable-exception hook that prints nothing."""
+
+
+class CtrlC:
+    """Notes whether Ctrl-C came while the block ran, even where its ``KeyboardInterrupt`` was lost.
+
+    An interrupt that lands inside a ctypes callback (numba's object cache, while the
+    first run compiles its kernels) is printed as "Exception ignored" and swallowed, and
+    the compiler then fails with an unrelated ``RuntimeError``; the exception chain no longer
+    says Ctrl-C, so the command asks this instead. The swallowed interrupt's own printout is
+    suppressed, and so is every later one: the command reports the interrupt once, in its words,
+and ends.
+    """
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._installed = False
+        self._handler: Any = None
+        self._hook = sys.unraisablehook
+
+    def __enter__(self) -> CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._handler = signal.signal(signal.SIGINT, self._on_sigint)
+            self._hook = sys.unraisablehook
+            sys.unraisablehook = self._unraisable
+            self._installed = True
+        return self
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        self.seen = True
+        raise KeyboardInterrupt
+
+    def _unraisable(self, info: Any) -> None:
+        if not (self.seen and isinstance(info.exc_value, KeyboardInterrupt)):
+            self._hook(info)
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._handler)
+            # after an interrupt the half-built compiler objects complain again when they are
+            # collected at exit (llvmlite's ObjectRef.__del__): the command is ending with 130
+            sys.unraisablehook = _quiet if self.seen else self._hook
+            self._installed = False
+
+    def caused(self, exc: BaseException) -> bool:
+        """Whether ``exc`` ended the block because of Ctrl-C."""
+        return self.seen or interrupted(exc)
 
 
 def friendly(fn: F) -> F:

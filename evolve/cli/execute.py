@@ -166,7 +166,7 @@ def progress(as_json: bool) -> Any:
 )
 @click.option(
     "--seed",
-    type=int,
+    type=click.IntRange(min=0),
     default=defaults.SEED,
     show_default=True,
     help="Seeds the simulated failures and the replanning search.",

@@ -52,7 +52,7 @@ def htn_fallback_for(problem: Problem, operator: str, fallback: str, *, base_url
 @click.argument("domain_file", type=click.Path(dir_okay=False))
 @click.option("--max-states", type=click.IntRange(min=1), default=defaults.HTN_VALIDATE_STATES,
               show_default=True, help="Synthetic states to try; more combinations are sampled.")
-@click.option("--seed", type=int, default=defaults.SEED, show_default=True,
+@click.option("--seed", type=click.IntRange(min=0), default=defaults.SEED, show_default=True,
               help="Seed of the sample (when there are more combinations than --max-states).")
 @click.option("--json", "as_json", is_flag=True)
 @friendly

@@ -16,10 +16,11 @@ from typing import Any
 
 import click
 import yaml
+from joblib import cpu_count
 
 from evolve import defaults
 from evolve.cli.bench import bench
-from evolve.cli.common import EXIT_INTERRUPTED, EXIT_NO, friendly, runs_root
+from evolve.cli.common import EXIT_INTERRUPTED, EXIT_NO, CtrlC, friendly, runs_root
 from evolve.cli.execute import COMMANDS as EXECUTE_COMMANDS
 from evolve.cli.htn import COMMANDS as HTN_COMMANDS
 from evolve.cli.htn import FALLBACK_HELP as HTN_FALLBACK_HELP
@@ -42,6 +43,7 @@ from evolve.problems.synthetic import generate_document, save_document
 from evolve.report import write_report
 from evolve.run.backends import BACKENDS
 from evolve.run.checkpoint import CHECKPOINT
+from evolve.run.evaluator import capped_jobs
 from evolve.run.folder import new_run_dir, run_search
 from evolve.scheduling import Schedule, schedule
 from evolve.search.options import DEFAULTS, SearchOptions
@@ -51,17 +53,6 @@ from evolve.search.options import DEFAULTS, SearchOptions
 @click.version_option(package_name="evolve")
 def cli() -> None:
     """evolve: evolutionary search for the best plan (task graph) for a planning problem."""
-
-
-def interrupted(exc: BaseException) -> bool:
-    """Whether ``exc`` is Ctrl-C: a ``KeyboardInterrupt``, or the ``SystemError`` a compiled
-    kernel raises when the interrupt lands while it runs (the interrupt is its context)."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, KeyboardInterrupt):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 def read_problem(path: str) -> Problem:
@@ -160,6 +151,9 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
     problem = read_problem(problem_file)
     if resume_dir is not None and out_dir is not None and Path(out_dir) != Path(resume_dir):
         raise click.BadParameter("--out and --resume name different folders", param_hint="--out")
+    jobs, cut = capped_jobs(jobs, cpu_count(), remote=scheduler_address is not None)
+    if cut is not None:
+        click.echo(f"warning: {cut}", err=True)
     options = SearchOptions(
         population=population, keep=keep, generations=generations, seed=seed, jobs=jobs,
         backend=backend, scheduler_address=scheduler_address, eval_timeout=eval_timeout,
@@ -178,8 +172,9 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
                    f"({event['evaluations']} evals, {rate:.0f}/s)", err=True)
 
     folder = Path(resume_dir or out_dir or new_run_dir(runs_root()))
+    ctrl_c = CtrlC()
     try:
-        with ExitStack() as stack:
+        with ctrl_c, ExitStack() as stack:
             proposer = None
             fallback = htn_fallback_for(
                 problem, operator, htn_fallback, base_url=llm_base_url, model=llm_model,
@@ -203,8 +198,8 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
                 htn_fallback=fallback,
                 proposer_share=llm_ratio if proposer is not None else 0.0,
                 extra_summary=(lambda: {"llm": proposer.usage_summary()}) if proposer is not None else None)
-    except (KeyboardInterrupt, SystemError) as exc:
-        if not interrupted(exc):
+    except BaseException as exc:
+        if isinstance(exc, SystemExit) or not ctrl_c.caused(exc):
             raise
         if (folder / CHECKPOINT).exists():
             click.echo("\ninterrupted: the last completed generation is checkpointed; continue with "
@@ -385,7 +380,7 @@ def fitness_list(as_json: bool) -> None:
 
 @cli.command(name="generate")
 @click.option("--tools", type=int, default=60, show_default=True, help="Number of tools (>= 4).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--name", default=None, help="The problem's name.")
 @click.option("--no-approval", is_flag=True, help="Do not require approval for write tools.")
 @click.option("--no-resources", is_flag=True, help="No renewable resources.")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 import unicodedata
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,12 +22,15 @@ import yaml
 from evolve.defaults import ON_FAILURE, ON_FAILURE_POLICIES, RETRIES
 from evolve.model.errors import InputError
 from evolve.model.limits import (
+    DEPTH_PROBLEM,
+    MAX_DEPTH,
     MAX_FILE_BYTES,
     MAX_INTEGER,
     MAX_NUMBER,
     MAX_TEXT,
     NAME,
     TOOL_NAME,
+    flow_depth,
     name_problem,
     tree_problem,
 )
@@ -234,20 +239,42 @@ def unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+FILE_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+              (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+"""What a path may be instead of a regular file, in the words of the refusal."""
+
+
+def read_file_bytes(path: str | Path) -> bytes:
+    """The bytes of an input file, refused unless it is a regular file of at most
+    :data:`MAX_FILE_BYTES`.
+
+    Checked before opening, because opening a FIFO blocks until a writer comes and reading
+    ``/dev/zero`` never ends; the read itself is bounded too, so a file that grows after the
+    check cannot make it allocate more than the limit.
+    """
+    source = str(path)
+    try:
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in FILE_KINDS if test(mode)), "not a file")
+            raise InputError(source, "", f"not a regular file ({kind}); give the path of a file")
+        with open(path, "rb") as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InputError(source, "", f"cannot read file ({exc.strerror or exc})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(source, "", f"larger than {MAX_FILE_BYTES >> 20} MiB; such files are not read")
+    return data
+
+
 def read_document(path: str | Path) -> Any:
     """Parse a YAML or JSON file (JSON is YAML, but its errors read better from ``json``), within
     the bounds of :mod:`evolve.model.limits`."""
     source = str(path)
     try:
-        size = Path(path).stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise InputError(source, "", f"{size:,} bytes; files larger than "
-                                         f"{MAX_FILE_BYTES >> 20} MiB are not read")
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_file_bytes(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(source, "", f"not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise InputError(source, "", f"cannot read file ({exc.strerror or exc})") from None
     try:
         if source.endswith(".json"):
             doc = json.loads(text, object_pairs_hook=unique_pairs)
@@ -257,13 +284,15 @@ def read_document(path: str | Path) -> Any:
         raise InputError(source, "", f"invalid JSON: the key {describe(exc.args[0])} appears twice") from None
     except json.JSONDecodeError as exc:
         raise InputError(source, "", f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(source, "", DEPTH_PROBLEM) from None
     except yaml.YAMLError as exc:
+        if flow_depth(text) > MAX_DEPTH:
+            raise InputError(source, "", DEPTH_PROBLEM) from None
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(source, "", f"invalid YAML{where}: {problem}") from None
-    except RecursionError:
-        raise InputError(source, "", "nested too deeply to be read") from None
     problem = tree_problem(doc)
     if problem is not None:
         raise InputError(source, "", problem)

@@ -19,6 +19,8 @@ MAX_NODES = 2_000_000
 
 MAX_DEPTH = 64
 """Deepest nesting of lists and mappings in a document."""
+DEPTH_PROBLEM = f"nested deeper than {MAX_DEPTH} levels"
+"""evolve's one wording for a document too deep, whichever parser or library limit noticed it."""
 
 MAX_NUMBER = 1e15
 """Largest duration, cost, capacity or amount: sums over any plan stay finite and exact enough."""
@@ -70,12 +72,48 @@ def tree_problem(doc: Any) -> str | None:
                     "(an alias bomb?)")
         if isinstance(value, dict):
             if depth >= MAX_DEPTH:
-                return f"nested deeper than {MAX_DEPTH} levels"
+                return DEPTH_PROBLEM
             for key, item in value.items():
                 stack.append((key, depth + 1))
                 stack.append((item, depth + 1))
         elif isinstance(value, (list, tuple)):
             if depth >= MAX_DEPTH:
-                return f"nested deeper than {MAX_DEPTH} levels"
+                return DEPTH_PROBLEM
             stack.extend((item, depth + 1) for item in value)
     return None
+
+
+def flow_depth(text: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in ``text``, outside quoted strings and comments.
+
+    A YAML or JSON parser may refuse a deep document with a message of its own (libyaml's
+    "exceeded maximum nesting depth", a ``RecursionError``, ...) that changes between versions;
+    when a parse fails, this scan tells whether depth was the reason, so the error is evolve's.
+    Only flow collections can nest deeply in a small file (block nesting needs a line each).
+    """
+    depth = deepest = 0
+    quote = ""
+    previous = "\n"
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\" and quote == '"':
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#" and previous in " \t\n":
+            newline = text.find("\n", i)
+            i = len(text) if newline < 0 else newline
+            previous = "\n"
+            continue
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        previous = ch
+        i += 1
+    return deepest

@@ -275,6 +275,18 @@ def resolve_jobs(jobs: int | None) -> int:
     return int(jobs)
 
 
+def capped_jobs(jobs: int | None, cores: int, *, remote: bool = False) -> tuple[int | None, str | None]:
+    """``jobs`` held to the ``cores`` of this machine, and the warning to print when it was cut.
+
+    Local workers beyond the cores cannot make a run faster (results never depend on
+    ``--jobs``), and ``--jobs 1000`` would spend minutes spawning processes; a remote cluster
+    (``remote``) has cores of its own, so its count is left as asked.
+    """
+    if remote or jobs is None or jobs <= cores:
+        return jobs, None
+    return cores, f"--jobs {jobs} is more than this machine's {cores} cores; using {cores}"
+
+
 def split(items: list[Plan], parts: int) -> list[list[Plan]]:
     """``items`` cut into at most ``parts`` contiguous chunks of near-equal size."""
     parts = max(1, min(parts, len(items)))

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 from evolve.model.errors import InputError
+from evolve.model.files import read_file_bytes
 from evolve.model.graph import topological_order
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem, Tool
@@ -54,6 +55,7 @@ def problem_from_instance(inst: RcpspInstance) -> Problem:
 def load_rcpsp_problem(path: str | Path) -> Problem:
     """Read a PSPLIB (``.sm``) or Patterson (``.rcp``) file as a :class:`Problem`."""
     source = Path(path)
+    read_file_bytes(source)  # a FIFO or a device is refused before the parser could block on it
     try:
         inst = load_instance(source, format=RCPSP_FORMATS.get(source.suffix, "psplib"))
     except FileNotFoundError:
