@@ -22,17 +22,8 @@ from pathlib import Path
 from typing import Any, assert_never
 
 from evolve import defaults
-from evolve.execute.records import (
-    CALL_STATUSES,
-    TASK_STATUSES,
-    Dispatched,
-    Record,
-    ReplanAsked,
-    ReplanTried,
-    Revised,
-    Settled,
-    TaskRow,
-)
+from evolve.execute import records as rec
+from evolve.execute.records import CALL_STATUSES, TASK_STATUSES, TaskRow
 from evolve.model.errors import EvolveError
 
 SCHEMA_VERSION = 2
@@ -232,7 +223,7 @@ class Journal:
 
     def write(
         self,
-        records: Sequence[Record],
+        records: Sequence[rec.Record],
         events: Iterable[dict[str, Any]] = (),
         meta: Mapping[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
@@ -244,9 +235,9 @@ class Journal:
             self.put_meta(db, meta)
             return self.add_events(db, events)
 
-    def put_record(self, db: sqlite3.Connection, record: Record) -> None:
+    def put_record(self, db: sqlite3.Connection, record: rec.Record) -> None:
         """One record's rows (inside the caller's transaction)."""
-        if isinstance(record, Dispatched):
+        if isinstance(record, rec.Dispatched):
             db.execute(
                 "INSERT INTO calls (call_id, task_id, attempt, tool, risk, idempotency_key, status, "
                 "inputs, started) VALUES (?, ?, ?, ?, ?, ?, 'dispatched', ?, ?)",
@@ -267,7 +258,7 @@ class Journal:
                 "WHERE task_id = ?",
                 (record.attempt, record.started, record.task_id),
             )
-        elif isinstance(record, Settled):
+        elif isinstance(record, rec.Settled):
             outputs = None if record.outputs is None else dumps(dict(record.outputs))
             if record.call_id is not None:
                 db.execute(
@@ -291,17 +282,17 @@ class Journal:
                     record.task_id,
                 ),
             )
-        elif isinstance(record, Revised):
+        elif isinstance(record, rec.Revised):
             self.put_revision(db, record)
-        elif isinstance(record, ReplanAsked):
+        elif isinstance(record, rec.ReplanAsked):
             self.put_meta(db, {"excluded": sorted(set(self.excluded()) | set(record.tools))})
             self.put_meta(db, {"replan": record.reason})
-        elif isinstance(record, ReplanTried):
+        elif isinstance(record, rec.ReplanTried):
             pass  # counted from the revisions and the plan.draft event
         else:
             assert_never(record)
 
-    def put_revision(self, db: sqlite3.Connection, record: Revised) -> None:
+    def put_revision(self, db: sqlite3.Connection, record: rec.Revised) -> None:
         """A new revision of the plan: its record, the rows of its new tasks (or their new
         planned times), the tasks it invalidates, and the replan request cleared."""
         db.execute(
@@ -341,5 +332,7 @@ class Journal:
                 ),
             )
         for task_id in record.invalidated:
-            db.execute("UPDATE tasks SET status = 'invalidated' WHERE task_id = ?", (task_id,))
+            db.execute(
+                "UPDATE tasks SET status = 'invalidated', retry_at = NULL WHERE task_id = ?", (task_id,)
+            )
         self.put_meta(db, {"replan": None})

@@ -87,6 +87,7 @@ class RunState:
         elif isinstance(record, Revised):
             for tid in record.invalidated:
                 self.status[tid] = "invalidated"
+                self.retry_at.pop(tid, None)  # out of the plan, it waits for nothing
             for task in record.plan.tasks:
                 self.status.setdefault(task.id, "pending")
             self.signatures.add(record.signature)
@@ -143,7 +144,7 @@ def settled(row: TaskRow) -> Settled:
         finished=row.finished,
         failures=row.failures,
         first_failure=row.first_failure,
-        retry_at=row.retry_at if row.status == "pending" else None,
+        retry_at=row.retry_at,
         cascaded=row.cascaded,
         attempt=row.attempts,
     )

@@ -153,16 +153,8 @@ def failed_for_good(
     ``kind`` ``unknown`` leaves it ``unknown``: a write no one can tell was made)."""
     policy = task_policy(task)
     nxt = "fail_plan" if policy == "retry" else policy
-    now = ev.clock.now()
-    event = ev.step_error(
-        task,
-        error,
-        kind,
-        attempt=state.attempts.get(task.id, 0),
-        retryable=retryable,
-        nxt=nxt,
-        started=now if started is None else started,
-        finished=now if finished is None else finished,
+    event = ended(
+        task, error, kind, nxt, state=state, ev=ev, retryable=retryable, started=started, finished=finished
     )
     records: tuple[Record, ...] = (
         Settled(
@@ -192,18 +184,35 @@ def skipped(task: Task, why: str, *, cascade: bool, ev: Events) -> Change:
 
 def replan_asked(task: Task, reason: str, kind: str, *, state: RunState, ev: Events) -> Change:
     """A false assumption: the plan is wrong about ``task``; its tool is not used again."""
+    event = ended(task, reason, kind, "replan", state=state, ev=ev)
+    return Change((ReplanAsked((task.tool,), reason),), (event,))
+
+
+def ended(
+    task: Task,
+    error: str,
+    kind: str,
+    nxt: str,
+    *,
+    state: RunState,
+    ev: Events,
+    retryable: bool = False,
+    started: float | None = None,
+    finished: float | None = None,
+) -> dict[str, Any]:
+    """The ``step.error`` of a task that will not be tried again (``nxt`` says what follows);
+    a decision without a call starts and ends now."""
     now = ev.clock.now()
-    event = ev.step_error(
+    return ev.step_error(
         task,
-        reason,
+        error,
         kind,
         attempt=state.attempts.get(task.id, 0),
-        retryable=False,
-        nxt="replan",
-        started=now,
-        finished=now,
+        retryable=retryable,
+        nxt=nxt,
+        started=now if started is None else started,
+        finished=now if finished is None else finished,
     )
-    return Change((ReplanAsked((task.tool,), reason),), (event,))
 
 
 def lost(task: Task, *, call_id: int, attempt: int, risk: str, started: float, ev: Events) -> Change:
