@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from evolve.execute import ExecuteOptions, SearchReplanner, start_run
+from evolve.execute.context import Hook
 from evolve.execute.dispatch import VirtualClock
 from evolve.execute.events import Events
 from evolve.execute.executor import Executor
@@ -83,18 +84,35 @@ def durable(state: RunState) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize(
-    ("policy", "retries", "rate", "seed"),
-    [
-        ("retry", 3, 0.5, 1),
-        ("skip_dependents", 0, 0.9, 2),
-        ("replan", 0, 1.0, 3),
-        ("fail_plan", 1, 0.7, 4),
-        ("retry", 2, 0.6, 5),
-    ],
-)
+RUNS = [
+    ("retry", 3, 0.5, 1),
+    ("skip_dependents", 0, 0.9, 2),
+    ("replan", 0, 1.0, 3),
+    ("fail_plan", 1, 0.7, 4),
+    ("retry", 2, 0.6, 5),
+]
+"""(t1's on_failure, its retries, the fail rate of make_a and side, the seed)."""
+
+
+def begin(folder: Path, run: tuple[str, int, float, int], hook: Hook | None = None) -> Executor:
+    policy, retries, rate, seed = run
+    return start_run(
+        PROBLEM,
+        plan_of(policy, retries),
+        folder,
+        plan_source="plan",
+        tools_spec=None,
+        simulate=True,
+        fail_rates={"make_a": rate, "side": rate},
+        options=ExecuteOptions(seed=seed, backoff=1.0, max_steps=30),
+        replanner=SearchReplanner(generations=1, population=4, keep=2),
+        hook=hook,
+    )
+
+
+@pytest.mark.parametrize("run", RUNS)
 def test_the_state_is_the_journals_fold_at_every_point_a_crash_can_hit(
-    tmp_path: Path, policy: str, retries: int, rate: float, seed: int
+    tmp_path: Path, run: tuple[str, int, float, int]
 ) -> None:
     holder: list[Executor] = []
     checked: list[str] = []
@@ -105,18 +123,7 @@ def test_the_state_is_the_journals_fold_at_every_point_a_crash_can_hit(
             assert durable(RunState.restore(executor.journal)) == durable(executor.state), (point, task_id)
             checked.append(point)
 
-    executor = start_run(
-        PROBLEM,
-        plan_of(policy, retries),
-        tmp_path / "run",
-        plan_source="plan",
-        tools_spec=None,
-        simulate=True,
-        fail_rates={"make_a": rate, "side": rate},
-        options=ExecuteOptions(seed=seed, backoff=1.0, max_steps=30),
-        replanner=SearchReplanner(generations=1, population=4, keep=2),
-        hook=hook,
-    )
+    executor = begin(tmp_path / "run", run, hook)
     holder.append(executor)
     outcome = executor.run()
     assert durable(RunState.restore(executor.journal)) == durable(executor.state)
@@ -125,24 +132,10 @@ def test_the_state_is_the_journals_fold_at_every_point_a_crash_can_hit(
 
 
 def test_the_runs_above_reach_the_transitions_they_are_meant_to(tmp_path: Path) -> None:
-    """The fold test is only as good as its runs: they retry, cascade and replan."""
+    """The fold test is only as good as its runs: between them they retry, cascade and replan."""
     kinds: set[str] = set()
-    for policy, retries, rate, seed in [
-        ("retry", 3, 0.5, 1),
-        ("skip_dependents", 0, 0.9, 2),
-        ("replan", 0, 1.0, 3),
-    ]:
-        executor = start_run(
-            PROBLEM,
-            plan_of(policy, retries),
-            tmp_path / policy,
-            plan_source="plan",
-            tools_spec=None,
-            simulate=True,
-            fail_rates={"make_a": rate, "side": rate},
-            options=ExecuteOptions(seed=seed, backoff=1.0, max_steps=30),
-            replanner=SearchReplanner(generations=1, population=4, keep=2),
-        )
+    for i, run in enumerate(RUNS):
+        executor = begin(tmp_path / str(i), run)
         executor.run()
         state = executor.state
         kinds |= {"retry"} if any(state.failures.values()) else set()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from evolve.execute.dispatch import Clock
+from evolve.execute.records import ErrorKind, Next
 from evolve.model.plan import Task
 from evolve.model.problem import Problem
 
@@ -50,11 +51,11 @@ class Events:
         self,
         task: Task,
         error: str,
-        kind: str,
+        kind: ErrorKind,
         *,
         attempt: int,
         retryable: bool,
-        nxt: str,
+        nxt: Next,
         started: float,
         finished: float,
         retry_at: float | None = None,

@@ -31,7 +31,7 @@ from evolve.execute.dispatch import Dispatcher
 from evolve.execute.events import EventLog
 from evolve.execute.journal import Journal
 from evolve.execute.options import ExecuteOptions
-from evolve.execute.outcome import build_outcome, criteria_made, verdict
+from evolve.execute.outcome import Reason, build_outcome, criteria_made, verdict
 from evolve.execute.readiness_pass import readiness_pass
 from evolve.execute.recovery import recover, resumed
 from evolve.execute.replan import Replanner
@@ -145,7 +145,7 @@ class Executor:
             ctx.dispatcher.close()
             ctx.log.close()
 
-    def outcome(self, reason: str, message: str, record: bool = True) -> dict[str, Any]:
+    def outcome(self, reason: Reason, message: str, record: bool = True) -> dict[str, Any]:
         """``outcome.json``, written; the end of the session recorded (unless it was already)."""
         ctx = self.ctx
         status = "completed" if reason == "goal_met" else "failed"

@@ -23,7 +23,7 @@ from typing import Any, assert_never
 
 from evolve import defaults
 from evolve.execute import records as rec
-from evolve.execute.records import CALL_STATUSES, TASK_STATUSES, TaskRow
+from evolve.execute.records import CALL_STATUSES, TASK_STATUSES, CallStatus, TaskRow
 from evolve.model.errors import EvolveError
 
 SCHEMA_VERSION = 2
@@ -72,7 +72,7 @@ class CallRow:
     tool: str
     risk: str
     idempotency_key: str | None
-    status: str
+    status: CallStatus
     inputs: Any
     outputs: Any
     error: str | None
@@ -194,7 +194,7 @@ class Journal:
             found[values["task_id"]] = TaskRow(**values)
         return found
 
-    def calls(self, status: str | None = None) -> list[CallRow]:
+    def calls(self, status: CallStatus | None = None) -> list[CallRow]:
         sql = (
             "SELECT call_id, task_id, attempt, tool, risk, idempotency_key, status, inputs, outputs, "
             "error, started, finished FROM calls"

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal, get_args
 
 from evolve.execute.journal import Journal
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 from evolve.model.validate import produced_by
 
-REASONS = (
+Reason = Literal[
     "goal_met",
     "task_failed",
     "goal_unreachable",
@@ -23,7 +23,8 @@ REASONS = (
     "replan_budget",
     "no_plan",
     "loop_detected",
-)
+]
+REASONS: Final[tuple[Reason, ...]] = get_args(Reason)
 """Why a run ended. ``goal_met`` is the one success; ``task_failed``: a task failed for good under
 ``fail_plan`` (or ``retry`` with its retries spent); ``goal_unreachable``: nothing is left to run
 and a criterion was not made (e.g. its producer was skipped); ``step_budget`` / ``replan_budget``:
@@ -35,7 +36,7 @@ plan; ``loop_detected``: the replanner proposed a plan it had proposed before.""
 class Stop:
     """Why the loop stops before nothing is left to do: one of :data:`REASONS` and what happened."""
 
-    reason: str
+    reason: Reason
     message: str
 
 
@@ -57,7 +58,7 @@ def criteria_made(
     return made
 
 
-def verdict(made: Mapping[str, str | None], stop: Stop | None) -> tuple[str, str]:
+def verdict(made: Mapping[str, str | None], stop: Stop | None) -> tuple[Reason, str]:
     """The run's reason and message: a budget spent after the goal was met is still a success."""
     missing = [c for c, tid in made.items() if tid is None]
     if stop is not None and stop.reason not in ("step_budget", "replan_budget"):

@@ -27,6 +27,13 @@ CallStatus = Literal["dispatched", "done", "failed", "timeout", "reconciled", "l
 ``reconciled`` a write found so and settled by its tool's ``reconcile``; ``unknown`` a write
 found so whose tool cannot tell."""
 
+ErrorKind = Literal["failure", "timeout", "exception", "unknown", "expression", "assumption", "lost"]
+"""How a step failed (a ``step.error``'s ``kind``): the dispatcher's three, ``unknown`` (a write
+no one can tell was made), a broken ``when``/``assumes`` (``expression``), a false assumption,
+or a call a crash cut off (``lost``)."""
+Next = Literal["retry", "fail_plan", "skip_dependents", "replan"]
+"""What follows a failed step (a ``step.error``'s ``next``)."""
+
 TASK_STATUSES: Final[tuple[TaskStatus, ...]] = get_args(TaskStatus)
 CALL_STATUSES: Final[tuple[CallStatus, ...]] = get_args(CallStatus)
 SATISFIED: Final[frozenset[TaskStatus]] = frozenset({"done", "skipped"})

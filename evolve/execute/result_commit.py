@@ -15,6 +15,7 @@ from typing import Any, Literal
 from evolve.execute.context import RunContext
 from evolve.execute.dispatch import Result
 from evolve.execute.journal import dumps
+from evolve.execute.records import ErrorKind
 from evolve.execute.tools import reconciler
 from evolve.execute.transitions import NOTHING, Change, call_failed, failed_for_good, succeeded
 from evolve.model.plan import Task
@@ -30,14 +31,13 @@ made (it is tried as usual), or nothing to go on."""
 def commit_results(ctx: RunContext, results: list[Result]) -> None:
     """Commit ``results`` (between the ``before_commit`` and ``after_commit`` hooks)."""
     done = NOTHING
-    failed: list[tuple[Task, Result, str, str]] = []
+    failed: list[tuple[Task, Result, ErrorKind, str]] = []
     for result in results:
         task = ctx.index.tasks[result.job.task_id]
         ctx.queue.release(task.id)
         ctx.hook("before_commit", task.id)
-        kind: str = result.kind
         error = result.error or "failed"
-        if kind == "ok":
+        if result.kind == "ok":
             outputs, error = checked_outputs(ctx, task, result.outputs)
             if outputs is not None:
                 done += succeeded(
@@ -52,7 +52,7 @@ def commit_results(ctx: RunContext, results: list[Result]) -> None:
                     ev=ctx.ev,
                 )
                 continue
-            kind = "exception"
+        kind: ErrorKind = "exception" if result.kind == "ok" else result.kind
         failed.append((task, result, kind, error))
     if done.records:
         ctx.commit(done)
@@ -62,7 +62,7 @@ def commit_results(ctx: RunContext, results: list[Result]) -> None:
         ctx.hook("after_commit", result.job.task_id)
 
 
-def failure(ctx: RunContext, task: Task, result: Result, kind: str, error: str) -> Change:
+def failure(ctx: RunContext, task: Task, result: Result, kind: ErrorKind, error: str) -> Change:
     """A failed call's change: a write cut off by its deadline is reconciled first."""
     job = result.job
     risk = ctx.problem.tools[task.tool].risk

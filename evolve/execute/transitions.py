@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, get_args
 
 from evolve.execute.events import Events
 from evolve.execute.outcome import Stop
-from evolve.execute.readiness import POLICIES, Policy
-from evolve.execute.records import CallStatus, Record, ReplanAsked, Settled
+from evolve.execute.records import CallStatus, ErrorKind, Next, Record, ReplanAsked, Settled
 from evolve.execute.retry import RetryPolicy
 from evolve.execute.state import RunState
 from evolve.model.plan import Task
@@ -38,11 +37,12 @@ class Change:
 
 
 NOTHING = Change((), ())
+ON_FAILURE: Final[tuple[Next, ...]] = get_args(Next)
 
 
-def task_policy(task: Task) -> Policy:
+def task_policy(task: Task) -> Next:
     """The task's ``on_failure`` as the readiness table reads it (unknown: ``fail_plan``)."""
-    for known in POLICIES[1:]:
+    for known in ON_FAILURE:
         if task.on_failure == known:
             return known
     return "fail_plan"
@@ -78,7 +78,7 @@ def call_failed(
     task: Task,
     *,
     call_id: int,
-    kind: str,
+    kind: ErrorKind,
     error: str,
     retryable: bool,
     started: float,
@@ -137,7 +137,7 @@ def call_failed(
 
 def failed_for_good(
     task: Task,
-    kind: str,
+    kind: ErrorKind,
     error: str,
     *,
     state: RunState,
@@ -152,7 +152,7 @@ def failed_for_good(
     """The task failed and will not be tried again: its ``on_failure`` decides the rest (a
     ``kind`` ``unknown`` leaves it ``unknown``: a write no one can tell was made)."""
     policy = task_policy(task)
-    nxt = "fail_plan" if policy == "retry" else policy
+    nxt: Next = "fail_plan" if policy == "retry" else policy
     event = ended(
         task, error, kind, nxt, state=state, ev=ev, retryable=retryable, started=started, finished=finished
     )
@@ -182,7 +182,7 @@ def skipped(task: Task, why: str, *, cascade: bool, ev: Events) -> Change:
     return Change((record,), (event,))
 
 
-def replan_asked(task: Task, reason: str, kind: str, *, state: RunState, ev: Events) -> Change:
+def replan_asked(task: Task, reason: str, kind: ErrorKind, *, state: RunState, ev: Events) -> Change:
     """A false assumption: the plan is wrong about ``task``; its tool is not used again."""
     event = ended(task, reason, kind, "replan", state=state, ev=ev)
     return Change((ReplanAsked((task.tool,), reason),), (event,))
@@ -191,8 +191,8 @@ def replan_asked(task: Task, reason: str, kind: str, *, state: RunState, ev: Eve
 def ended(
     task: Task,
     error: str,
-    kind: str,
-    nxt: str,
+    kind: ErrorKind,
+    nxt: Next,
     *,
     state: RunState,
     ev: Events,
