@@ -19,10 +19,16 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from evolve import defaults
+from evolve.execute import records as rec
+from evolve.execute.records import CALL_STATUSES, TASK_STATUSES, CallStatus, TaskRow
 from evolve.model.errors import EvolveError
+
+SCHEMA_VERSION = 2
+"""Kept in SQLite's ``user_version``. 2: the tasks' retry wake times and cascaded skips are
+columns (version 1, which had neither, kept them only in events; it is refused, not guessed)."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -33,7 +39,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     task_id TEXT PRIMARY KEY, revision INTEGER NOT NULL, tool TEXT NOT NULL, risk TEXT NOT NULL,
     status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,
     outputs TEXT, error TEXT, started REAL, finished REAL, planned_start REAL, planned_finish REAL,
-    first_failure REAL);
+    first_failure REAL, retry_at REAL, cascaded INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS calls (
     call_id INTEGER PRIMARY KEY, task_id TEXT NOT NULL, attempt INTEGER NOT NULL, tool TEXT NOT NULL,
     risk TEXT NOT NULL, idempotency_key TEXT, status TEXT NOT NULL, inputs TEXT, outputs TEXT,
@@ -41,11 +47,7 @@ CREATE TABLE IF NOT EXISTS calls (
 CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, body TEXT NOT NULL);
 """
 
-TASK_STATUSES = ("pending", "dispatched", "done", "failed", "skipped", "unknown", "invalidated")
-CALL_STATUSES = ("dispatched", "done", "failed", "timeout", "reconciled", "lost", "unknown")
-"""A call's fate: ``lost`` is a read found dispatched after a crash (it is run again);
-``reconciled`` a write found so and settled by its tool's ``reconcile``; ``unknown`` a write
-found so whose tool cannot tell."""
+__all__ = ["CALL_STATUSES", "SCHEMA_VERSION", "TASK_STATUSES", "Journal", "JournalError", "TaskRow"]
 
 SYNC_MODES = ("FULL", "NORMAL", "OFF")
 
@@ -63,26 +65,6 @@ def loads(text: str | None) -> Any:
 
 
 @dataclass(frozen=True)
-class TaskRow:
-    """One task as the journal holds it."""
-
-    task_id: str
-    revision: int
-    tool: str
-    risk: str
-    status: str
-    attempts: int = 0
-    failures: int = 0
-    outputs: Mapping[str, Any] | None = None
-    error: str | None = None
-    started: float | None = None
-    finished: float | None = None
-    planned_start: float | None = None
-    planned_finish: float | None = None
-    first_failure: float | None = None
-
-
-@dataclass(frozen=True)
 class CallRow:
     call_id: int
     task_id: str
@@ -90,7 +72,7 @@ class CallRow:
     tool: str
     risk: str
     idempotency_key: str | None
-    status: str
+    status: CallStatus
     inputs: Any
     outputs: Any
     error: str | None
@@ -108,36 +90,6 @@ class Revision:
     created: float
 
 
-@dataclass(frozen=True)
-class Dispatch:
-    """A call about to be made, as its dispatch record holds it."""
-
-    task_id: str
-    attempt: int
-    tool: str
-    risk: str
-    key: str | None
-    inputs_json: str
-    started: float
-    event: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Settle:
-    """A call's result (or a task settled without a call: ``call_id`` ``None``)."""
-
-    call_id: int | None
-    task_id: str
-    call_status: str
-    task_status: str
-    outputs_json: str | None
-    error: str | None
-    finished: float | None
-    failures: int | None = None
-    first_failure: float | None = None
-    events: tuple[dict[str, Any], ...] = ()
-
-
 TASK_COLUMNS = (
     "task_id",
     "revision",
@@ -153,6 +105,8 @@ TASK_COLUMNS = (
     "planned_start",
     "planned_finish",
     "first_failure",
+    "retry_at",
+    "cascaded",
 )
 
 
@@ -167,7 +121,17 @@ class Journal:
             self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={sync}")
+            version = self.scalar("PRAGMA user_version")
+            if version != SCHEMA_VERSION and self.scalar(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'tasks'"
+            ):
+                self.db.close()
+                raise JournalError(
+                    f"{self.path}: journal schema version {version or 1}, and this evolve reads "
+                    f"version {SCHEMA_VERSION} only (the run was made by another evolve; start it again)"
+                )
             self.db.executescript(SCHEMA)
+            self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self.seq = self.scalar("SELECT COALESCE(MAX(seq), 0) FROM events")
             self.next_call = self.scalar("SELECT COALESCE(MAX(call_id), 0) FROM calls") + 1
         except sqlite3.DatabaseError as exc:
@@ -226,10 +190,11 @@ class Journal:
         for r in rows:
             values = dict(zip(TASK_COLUMNS, r))
             values["outputs"] = loads(values["outputs"])
+            values["cascaded"] = bool(values["cascaded"])
             found[values["task_id"]] = TaskRow(**values)
         return found
 
-    def calls(self, status: str | None = None) -> list[CallRow]:
+    def calls(self, status: CallStatus | None = None) -> list[CallRow]:
         sql = (
             "SELECT call_id, task_id, attempt, tool, risk, idempotency_key, status, inputs, outputs, "
             "error, started, finished FROM calls"
@@ -246,159 +211,128 @@ class Journal:
         """Tool calls made: every dispatch record (a step each, whatever became of it)."""
         return self.scalar("SELECT COUNT(*) FROM calls")
 
+    def excluded(self) -> list[str]:
+        """The tools a replan request took out of use (the run's meta ``excluded``)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'excluded'").fetchone()
+        return list(loads(row[0])) if row is not None else []
+
     def events(self) -> list[dict[str, Any]]:
         return [json.loads(body) for (body,) in self.db.execute("SELECT body FROM events ORDER BY seq")]
 
     # -- writing ---------------------------------------------------------------------------
 
-    def commit_revision(
+    def write(
         self,
-        revision: Revision,
-        rows: Iterable[TaskRow],
-        status_changes: Mapping[str, str],
-        events: Iterable[dict[str, Any]],
-        meta: Mapping[str, Any] | None = None,
-    ) -> list[dict[str, Any]]:
-        """A new revision of the plan: its record, the rows of its new tasks (or their new
-        planned times), and the tasks it invalidates, in one transaction."""
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO revisions (revision, plan, patch, diff, reason, created) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    revision.revision,
-                    dumps(revision.plan),
-                    dumps(revision.patch),
-                    dumps(revision.diff),
-                    revision.reason,
-                    revision.created,
-                ),
-            )
-            for row in rows:
-                db.execute(
-                    f"INSERT INTO tasks ({', '.join(TASK_COLUMNS)}) "
-                    f"VALUES ({', '.join('?' * len(TASK_COLUMNS))}) "
-                    "ON CONFLICT(task_id) DO UPDATE SET planned_start = excluded.planned_start, "
-                    "planned_finish = excluded.planned_finish",
-                    (
-                        row.task_id,
-                        row.revision,
-                        row.tool,
-                        row.risk,
-                        row.status,
-                        row.attempts,
-                        row.failures,
-                        None if row.outputs is None else dumps(row.outputs),
-                        row.error,
-                        row.started,
-                        row.finished,
-                        row.planned_start,
-                        row.planned_finish,
-                        row.first_failure,
-                    ),
-                )
-            for task_id, status in status_changes.items():
-                db.execute("UPDATE tasks SET status = ? WHERE task_id = ?", (status, task_id))
-            self.put_meta(db, meta)
-            return self.add_events(db, events)
-
-    def dispatch(self, item: Dispatch) -> tuple[int, list[dict[str, Any]]]:
-        """One dispatch record, committed before the call is made: the call's id and events."""
-        ids, events = self.dispatch_many([item])
-        return ids[0], events
-
-    def dispatch_many(self, items: Sequence[Dispatch]) -> tuple[list[int], list[dict[str, Any]]]:
-        """The dispatch records of calls about to be made together, in one transaction (one sync
-        to the disk for a whole wave of ready tasks): the calls' ids and the events."""
-        ids = list(range(self.next_call, self.next_call + len(items)))
-        with self.transaction() as db:
-            for call_id, item in zip(ids, items):
-                db.execute(
-                    "INSERT INTO calls (call_id, task_id, attempt, tool, risk, idempotency_key, status, "
-                    "inputs, started) VALUES (?, ?, ?, ?, ?, ?, 'dispatched', ?, ?)",
-                    (
-                        call_id,
-                        item.task_id,
-                        item.attempt,
-                        item.tool,
-                        item.risk,
-                        item.key,
-                        item.inputs_json,
-                        item.started,
-                    ),
-                )
-                db.execute(
-                    "UPDATE tasks SET status = 'dispatched', attempts = ?, started = ? WHERE task_id = ?",
-                    (item.attempt, item.started, item.task_id),
-                )
-            events = self.add_events(db, [item.event for item in items])
-        self.next_call += len(items)
-        return ids, events
-
-    def settle(
-        self,
-        call_id: int | None,
-        task_id: str,
-        *,
-        call_status: str,
-        task_status: str,
-        outputs_json: str | None,
-        error: str | None,
-        finished: float | None,
-        failures: int | None = None,
-        first_failure: float | None = None,
+        records: Sequence[rec.Record],
         events: Iterable[dict[str, Any]] = (),
         meta: Mapping[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
-        """A call's result and its task's new status in one transaction (``call_id`` ``None``:
-        a task settled without a call, e.g. skipped)."""
-        item = Settle(
-            call_id,
-            task_id,
-            call_status,
-            task_status,
-            outputs_json,
-            error,
-            finished,
-            failures,
-            first_failure,
-            tuple(events),
-        )
-        return self.settle_many([item], meta)
-
-    def settle_many(
-        self, items: Sequence[Settle], meta: Mapping[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
-        """Results of calls that came back together, in one transaction: each call's outputs and
-        its task's status change together, and all of them or none."""
+        """``records``, ``events`` and run-level ``meta`` in one transaction: all or none. The
+        events come back numbered (``seq``)."""
         with self.transaction() as db:
-            for item in items:
-                if item.call_id is not None:
-                    db.execute(
-                        "UPDATE calls SET status = ?, outputs = ?, error = ?, finished = ? WHERE call_id = ?",
-                        (item.call_status, item.outputs_json, item.error, item.finished, item.call_id),
-                    )
-                db.execute(
-                    "UPDATE tasks SET status = ?, outputs = COALESCE(?, outputs), error = ?, "
-                    "finished = COALESCE(?, finished), failures = COALESCE(?, failures), "
-                    "first_failure = COALESCE(first_failure, ?) WHERE task_id = ?",
-                    (
-                        item.task_status,
-                        item.outputs_json,
-                        item.error,
-                        item.finished,
-                        item.failures,
-                        item.first_failure,
-                        item.task_id,
-                    ),
-                )
-            self.put_meta(db, meta)
-            return self.add_events(db, [event for item in items for event in item.events])
-
-    def record(
-        self, events: Iterable[dict[str, Any]], meta: Mapping[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
-        """Events and run-level facts (a replan asked for, the end of a session) in one transaction."""
-        with self.transaction() as db:
+            for record in records:
+                self.put_record(db, record)
             self.put_meta(db, meta)
             return self.add_events(db, events)
+
+    def put_record(self, db: sqlite3.Connection, record: rec.Record) -> None:
+        """One record's rows (inside the caller's transaction)."""
+        if isinstance(record, rec.Dispatched):
+            db.execute(
+                "INSERT INTO calls (call_id, task_id, attempt, tool, risk, idempotency_key, status, "
+                "inputs, started) VALUES (?, ?, ?, ?, ?, ?, 'dispatched', ?, ?)",
+                (
+                    record.call_id,
+                    record.task_id,
+                    record.attempt,
+                    record.tool,
+                    record.risk,
+                    record.key,
+                    record.inputs_json,
+                    record.started,
+                ),
+            )
+            self.next_call = max(self.next_call, record.call_id + 1)
+            db.execute(
+                "UPDATE tasks SET status = 'dispatched', attempts = ?, started = ?, retry_at = NULL "
+                "WHERE task_id = ?",
+                (record.attempt, record.started, record.task_id),
+            )
+        elif isinstance(record, rec.Settled):
+            outputs = None if record.outputs is None else dumps(dict(record.outputs))
+            if record.call_id is not None:
+                db.execute(
+                    "UPDATE calls SET status = ?, outputs = ?, error = ?, finished = ? WHERE call_id = ?",
+                    (record.call_status, outputs, record.error, record.finished, record.call_id),
+                )
+            db.execute(
+                "UPDATE tasks SET status = ?, outputs = COALESCE(?, outputs), error = ?, "
+                "finished = COALESCE(?, finished), failures = COALESCE(?, failures), "
+                "first_failure = COALESCE(first_failure, ?), retry_at = ?, cascaded = ? "
+                "WHERE task_id = ?",
+                (
+                    record.status,
+                    outputs,
+                    record.error,
+                    record.finished,
+                    record.failures,
+                    record.first_failure,
+                    record.retry_at,
+                    int(record.cascaded),
+                    record.task_id,
+                ),
+            )
+        elif isinstance(record, rec.Revised):
+            self.put_revision(db, record)
+        elif isinstance(record, rec.ReplanAsked):
+            self.put_meta(db, {"excluded": sorted(set(self.excluded()) | set(record.tools))})
+            self.put_meta(db, {"replan": record.reason})
+        elif isinstance(record, rec.ReplanTried):
+            pass  # counted from the revisions and the plan.draft event
+        else:
+            assert_never(record)
+
+    def put_revision(self, db: sqlite3.Connection, record: rec.Revised) -> None:
+        """A new revision of the plan: its record, the rows of its new tasks (or their new
+        planned times), the tasks it invalidates, and the replan request cleared."""
+        db.execute(
+            "INSERT INTO revisions (revision, plan, patch, diff, reason, created) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                record.revision,
+                dumps(record.plan.to_dict()),
+                dumps(record.patch),
+                dumps({**(record.diff or {}), "signature": record.signature}),
+                record.reason,
+                record.created,
+            ),
+        )
+        for row in record.rows:
+            db.execute(
+                f"INSERT INTO tasks ({', '.join(TASK_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(TASK_COLUMNS))}) "
+                "ON CONFLICT(task_id) DO UPDATE SET planned_start = excluded.planned_start, "
+                "planned_finish = excluded.planned_finish",
+                (
+                    row.task_id,
+                    row.revision,
+                    row.tool,
+                    row.risk,
+                    row.status,
+                    row.attempts,
+                    row.failures,
+                    None if row.outputs is None else dumps(row.outputs),
+                    row.error,
+                    row.started,
+                    row.finished,
+                    row.planned_start,
+                    row.planned_finish,
+                    row.first_failure,
+                    row.retry_at,
+                    int(row.cascaded),
+                ),
+            )
+        for task_id in record.invalidated:
+            db.execute(
+                "UPDATE tasks SET status = 'invalidated', retry_at = NULL WHERE task_id = ?", (task_id,)
+            )
+        self.put_meta(db, {"replan": None})

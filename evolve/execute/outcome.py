@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal, get_args
 
 from evolve.execute.journal import Journal
+from evolve.model.plan import Plan
 from evolve.model.problem import Problem
+from evolve.model.validate import produced_by
 
-REASONS = (
+Reason = Literal[
     "goal_met",
     "task_failed",
     "goal_unreachable",
@@ -21,12 +23,52 @@ REASONS = (
     "replan_budget",
     "no_plan",
     "loop_detected",
-)
+]
+REASONS: Final[tuple[Reason, ...]] = get_args(Reason)
 """Why a run ended. ``goal_met`` is the one success; ``task_failed``: a task failed for good under
 ``fail_plan`` (or ``retry`` with its retries spent); ``goal_unreachable``: nothing is left to run
 and a criterion was not made (e.g. its producer was skipped); ``step_budget`` / ``replan_budget``:
 ``--max-steps`` / ``--max-replans`` spent; ``no_plan``: the replanner found no valid, complete
 plan; ``loop_detected``: the replanner proposed a plan it had proposed before."""
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why the loop stops before nothing is left to do: one of :data:`REASONS` and what happened."""
+
+    reason: Reason
+    message: str
+
+
+def criteria_made(
+    problem: Problem, plan: Plan, status: Mapping[str, str], outputs: Mapping[str, Mapping[str, Any]]
+) -> dict[str, str | None]:
+    """Each criterion and the done task that made it (``None``: not made)."""
+    made: dict[str, str | None] = {c: None for c in problem.criteria}
+    for task in plan.tasks:
+        if status.get(task.id) != "done":
+            continue
+        out = outputs.get(task.id, {})
+        for fact in produced_by(problem, task) or ():
+            if fact in made and made[fact] is None and fact in out:
+                made[fact] = task.id
+    for fact in problem.criteria:
+        if fact in problem.initial_set():
+            made[fact] = made[fact] or "(initial)"
+    return made
+
+
+def verdict(made: Mapping[str, str | None], stop: Stop | None) -> tuple[Reason, str]:
+    """The run's reason and message: a budget spent after the goal was met is still a success."""
+    missing = [c for c, tid in made.items() if tid is None]
+    if stop is not None and stop.reason not in ("step_budget", "replan_budget"):
+        return stop.reason, stop.message
+    if not missing:
+        note = f" ({stop.message}, after the goal was met)" if stop else ""
+        return "goal_met", f"every criterion made: {', '.join(made) or '-'}{note}"
+    if stop is not None:
+        return stop.reason, stop.message
+    return "goal_unreachable", f"nothing left to run and not made: {', '.join(missing)}"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,108 @@
+"""Making calls: the ready tasks the queue lets start, their dispatch records (one transaction
+for a whole wave: one sync to the disk), then the calls handed to the dispatcher."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from evolve.execute.context import RunContext
+from evolve.execute.dispatch import Job
+from evolve.execute.journal import dumps
+from evolve.execute.outcome import Stop
+from evolve.execute.readiness_pass import readiness_pass
+from evolve.execute.records import Dispatched
+from evolve.execute.tools import Call
+from evolve.execute.transitions import Change
+from evolve.model.plan import Task, parse_ref
+from evolve.scheduling.base import demand_vector
+
+
+def start_ready(ctx: RunContext) -> None:
+    """Take up the retries whose time came, then start what the queue lets start."""
+    for tid in ctx.queue.due(ctx.clock.now()):
+        if ctx.state.status.get(tid) == "pending":
+            ctx.mark(tid)
+    if ctx.queue.next_timer() is not None or ctx.agenda:
+        readiness_pass(ctx)
+    tasks = ctx.index.tasks
+    taken, over = ctx.queue.take(
+        ctx.dispatcher.running(),
+        ctx.options.max_steps - ctx.state.steps,
+        lambda tid: ctx.state.status.get(tid) == "pending",
+        lambda tid: demand_vector(ctx.problem, tasks[tid].tool, ctx.capacity),
+    )
+    if over is not None:
+        ctx.halt(Stop("step_budget", f"--max-steps {ctx.options.max_steps} spent with {over} ready to run"))
+    if taken:
+        dispatch(ctx, [tasks[tid] for tid in taken])
+
+
+def bind(ctx: RunContext, task: Task) -> dict[str, Any]:
+    """The task's inputs with every reference replaced by its value (``None``: an output a
+    skipped task never made, or an initial fact given no value)."""
+    bound: dict[str, Any] = {}
+    for key, value in task.inputs.items():
+        ref = parse_ref(value)
+        if ref is None:
+            bound[key] = value
+        elif ref.task is None:
+            bound[key] = ctx.facts.get(ref.fact)
+        else:
+            bound[key] = ctx.state.outputs.get(ref.task, {}).get(ref.fact)
+    return bound
+
+
+def dispatch(ctx: RunContext, batch: list[Task]) -> None:
+    """Make the calls of ``batch``: their dispatch records first, in one transaction, then the
+    calls."""
+    now = ctx.clock.now()
+    jobs = []
+    records = []
+    events = []
+    for call_id, task in enumerate(batch, start=ctx.journal.next_call):
+        tool = ctx.problem.tools[task.tool]
+        attempt = ctx.state.attempts.get(task.id, 0) + 1
+        # a dry run has no deadlines: its clock counts the catalog's units, not seconds
+        timeout = math.inf if ctx.simulate else task.timeout or ctx.options.timeout
+        ctx.hook("before_dispatch", task.id)
+        inputs = bind(ctx, task)
+        events.append(
+            ctx.ev.step(
+                "step.start",
+                task,
+                risk=tool.risk,
+                attempt=attempt,
+                idempotency_key=task.idempotency_key,
+                revision=ctx.state.revision,
+            )
+        )
+        records.append(
+            Dispatched(
+                call_id, task.id, attempt, task.tool, tool.risk, task.idempotency_key, dumps(inputs), now
+            )
+        )
+        call = Call(
+            task_id=task.id,
+            attempt=attempt,
+            idempotency_key=task.idempotency_key,
+            deadline=ctx.clock.wall_deadline(now + timeout),
+            tool=task.tool,
+        )
+        jobs.append(
+            Job(
+                call_id=call_id,
+                task_id=task.id,
+                tool=task.tool,
+                fn=ctx.tools[task.tool],
+                inputs=inputs,
+                call=call,
+                started=now,
+                deadline=now + timeout,
+                duration=tool.duration,
+            )
+        )
+    ctx.commit(Change(tuple(records), tuple(events)))
+    for job in jobs:
+        ctx.hook("dispatched", job.task_id)
+        ctx.dispatcher.submit(job)

@@ -1,0 +1,35 @@
+"""How a run spends its budgets and waits: :class:`ExecuteOptions`, stored in the journal."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from evolve import defaults
+
+
+@dataclass(frozen=True)
+class ExecuteOptions:
+    """How a run spends its budgets and waits. Stored in the journal: a resumed run keeps them."""
+
+    max_steps: int = defaults.EXECUTE_MAX_STEPS
+    max_replans: int = defaults.EXECUTE_MAX_REPLANS
+    seed: int = defaults.SEED
+    timeout: float = defaults.EXECUTE_TIMEOUT
+    backoff: float = defaults.EXECUTE_BACKOFF
+    backoff_cap: float = defaults.EXECUTE_BACKOFF_CAP
+    retry_window: float = defaults.EXECUTE_RETRY_WINDOW
+    journal_sync: str = defaults.EXECUTE_JOURNAL_SYNC
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1 or self.max_replans < 0:
+            raise ValueError(
+                f"max_steps must be >= 1 and max_replans >= 0, got {self.max_steps}, {self.max_replans}"
+            )
+        if self.journal_sync not in ("FULL", "NORMAL"):
+            raise ValueError(f"journal sync must be FULL or NORMAL, got {self.journal_sync!r}")
+        if self.timeout <= 0 or self.backoff < 0 or self.backoff_cap < 0 or self.retry_window < 0:
+            raise ValueError("timeout must be > 0 and backoff, backoff_cap, retry_window >= 0")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

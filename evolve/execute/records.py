@@ -1,0 +1,138 @@
+"""What a run commits: the record kinds, and the statuses they name.
+
+A record is one durable fact about the run. The executor never changes its state any other way:
+:meth:`evolve.execute.context.RunContext.commit` writes records (with their events) to the
+journal in one transaction and then folds them into :class:`evolve.execute.state.RunState` with
+``apply``; a resumed run folds the journal's rows through the same ``apply``.
+
+To add a kind: a frozen dataclass here, added to :data:`Record`; a case in ``RunState.apply``;
+a case in ``Journal.write`` (and, if the journal must hold something new, a column and a bump of
+``journal.SCHEMA_VERSION``). mypy's exhaustiveness check (``assert_never``) names each place
+still missing it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal, get_args
+
+from evolve.model.plan import Plan
+
+TaskStatus = Literal["pending", "dispatched", "done", "failed", "skipped", "unknown", "invalidated"]
+"""A task's state in the journal. ``unknown``: a write whose fate no one can tell (its call was
+cut off and its tool has no ``reconcile``); ``invalidated``: a revision took it out of the plan."""
+CallStatus = Literal["dispatched", "done", "failed", "timeout", "reconciled", "lost", "unknown"]
+"""A call's fate: ``lost`` is a read found dispatched after a crash (it is run again);
+``reconciled`` a write found so and settled by its tool's ``reconcile``; ``unknown`` a write
+found so whose tool cannot tell."""
+
+ErrorKind = Literal["failure", "timeout", "exception", "unknown", "expression", "assumption", "lost"]
+"""How a step failed (a ``step.error``'s ``kind``): the dispatcher's three, ``unknown`` (a write
+no one can tell was made), a broken ``when``/``assumes`` (``expression``), a false assumption,
+or a call a crash cut off (``lost``)."""
+Next = Literal["retry", "fail_plan", "skip_dependents", "replan"]
+"""What follows a failed step (a ``step.error``'s ``next``)."""
+
+TASK_STATUSES: Final[tuple[TaskStatus, ...]] = get_args(TaskStatus)
+CALL_STATUSES: Final[tuple[CallStatus, ...]] = get_args(CallStatus)
+SATISFIED: Final[frozenset[TaskStatus]] = frozenset({"done", "skipped"})
+"""Statuses a dependent may go on from (a skipped task's outputs read as never made)."""
+ENDED_WITHOUT_OUTPUTS: Final[frozenset[TaskStatus]] = frozenset({"failed", "unknown"})
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    """One task as the journal holds it."""
+
+    task_id: str
+    revision: int
+    tool: str
+    risk: str
+    status: TaskStatus
+    attempts: int = 0
+    failures: int = 0
+    outputs: Mapping[str, Any] | None = None
+    error: str | None = None
+    started: float | None = None
+    finished: float | None = None
+    planned_start: float | None = None
+    planned_finish: float | None = None
+    first_failure: float | None = None
+    retry_at: float | None = None
+    cascaded: bool = False
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """A call about to be made: committed before the call is (``call_id``: the journal's
+    ``next_call`` onwards)."""
+
+    call_id: int
+    task_id: str
+    attempt: int
+    tool: str
+    risk: str
+    key: str | None
+    inputs_json: str
+    started: float
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A task's new status and what came with it, in one row: a call's result (``call_id``
+    set) or a decision without a call (skipped, failed on a broken condition).
+
+    ``retry_at`` is the wake time of a task left ``pending`` for a retry; ``cascaded`` marks a
+    task skipped because an upstream task failed (it passes the skip on to its dependents);
+    ``attempt`` is the attempt the result belongs to (``None``: unchanged)."""
+
+    task_id: str
+    status: TaskStatus
+    call_id: int | None = None
+    call_status: CallStatus | None = None
+    outputs: Mapping[str, Any] | None = None
+    error: str | None = None
+    finished: float | None = None
+    failures: int | None = None
+    first_failure: float | None = None
+    retry_at: float | None = None
+    cascaded: bool = False
+    attempt: int | None = None
+
+
+@dataclass(frozen=True)
+class ReplanAsked:
+    """The plan must change: ``tools`` are not to be used again, and why (``reason``)."""
+
+    tools: tuple[str, ...]
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class ReplanTried:
+    """A replan was attempted (it counts as a step, whatever it found)."""
+
+    revision: int
+
+
+@dataclass(frozen=True)
+class Revised:
+    """A revision of the plan: ``invalidated`` tasks leave it, every new task is ``pending``.
+
+    ``rows`` are the journal rows of the plan's tasks (their planned times); ``patch``, ``diff``,
+    ``reason`` and ``created`` the revision's record."""
+
+    revision: int
+    plan: Plan
+    invalidated: tuple[str, ...]
+    signature: str
+    patch: Mapping[str, Any] | None = None
+    diff: Mapping[str, Any] | None = None
+    reason: str = ""
+    created: float = 0.0
+    rows: tuple[TaskRow, ...] = ()
+
+
+Record = Dispatched | Settled | ReplanAsked | ReplanTried | Revised
+"""Every kind of record (see the module docstring to add one)."""

@@ -1,0 +1,133 @@
+"""Revisions of the plan: the first one, and replanning (ask the replanner, check its proposal,
+commit it as a new revision with its tasks' rows and planned times)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from evolve.execute.context import RunContext
+from evolve.execute.outcome import PlanDiff, Stop
+from evolve.execute.records import ReplanTried, Revised, TaskRow, TaskStatus
+from evolve.execute.replan import pending_plan, signature, situation, translate
+from evolve.execute.transitions import Change
+from evolve.model.plan import Plan
+from evolve.model.validate import validate
+from evolve.scheduling import schedule
+
+
+def replan(ctx: RunContext) -> None:
+    """One replan: the step and replan budgets checked, the replanner asked, its proposal made a
+    patch of the live plan, refused if seen before or invalid, else committed."""
+    state, options = ctx.state, ctx.options
+    reason = state.replan or "replan"
+    if state.replans >= options.max_replans:
+        ctx.halt(Stop("replan_budget", f"--max-replans {options.max_replans} spent; {reason}"))
+        return
+    if state.steps >= options.max_steps:
+        ctx.halt(Stop("step_budget", f"--max-steps {options.max_steps} spent before a replan; {reason}"))
+        return
+    if ctx.replanner is None:
+        ctx.halt(Stop("no_plan", f"no replanner; {reason}"))
+        return
+    revision = state.revision + 1
+    now_situation = situation(ctx.problem, state.plan, state.status, state.outputs, state.excluded, reason)
+    folder = ctx.run_dir / "replans" / f"r{revision}"
+    proposal = ctx.replanner.propose(now_situation, revision, options.seed + revision, folder)
+    draft: dict[str, Any] = {"revision": revision, "reason": reason}
+    if proposal is None:
+        event = ctx.ev.event("plan.draft", replanner=ctx.replanner.name, plan=None, folder=None, **draft)
+        ctx.commit(Change((ReplanTried(revision),), (event,)))
+        excluded = ", ".join(sorted(state.excluded)) or "change"
+        ctx.halt(
+            Stop(
+                "no_plan",
+                f"the {ctx.replanner.name} replanner found no valid, complete plan "
+                f"without {excluded}; {reason}",
+            )
+        )
+        return
+    patch = translate(
+        now_situation, proposal.plan, state.plan, state.status, set(ctx.journal.tasks()), revision
+    )
+    event = ctx.ev.event(
+        "plan.draft",
+        replanner=proposal.source,
+        plan=patch.plan.to_dict(),
+        folder=proposal.folder,
+        note=proposal.note,
+        **draft,
+    )
+    ctx.commit(Change((ReplanTried(revision),), (event,)))
+    sig = signature(patch.plan, {**state.status, **{t.id: "pending" for t in patch.added}})
+    if sig in state.signatures:
+        ctx.halt(Stop("loop_detected", f"the replanner proposed a plan it had proposed before; {reason}"))
+        return
+    banned = [t.id for t in patch.added if t.tool in state.excluded]
+    errors = [str(e) for e in validate(ctx.problem, patch.plan)]
+    if banned:
+        errors.append(f"uses excluded tools in {', '.join(banned)}")
+    if errors:
+        ctx.halt(Stop("no_plan", f"the replanned plan is not valid: {errors[0]}"))
+        return
+    commit_revision(
+        ctx, revision, patch.plan, patch=patch.to_dict(), reason=reason, invalidated=patch.invalidate, sig=sig
+    )
+    ctx.queue.clear_ready()
+    ctx.mark_pending()
+
+
+def commit_revision(
+    ctx: RunContext,
+    revision: int,
+    plan: Plan,
+    *,
+    patch: dict[str, Any] | None,
+    reason: str,
+    invalidated: Iterable[str],
+    sig: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> None:
+    """Commit a revision: new tasks' rows with their planned times, the invalidated tasks, the
+    ``plan.diff`` and ``plan.commit`` events, and the replan request cleared."""
+    gone = tuple(invalidated)
+    status: dict[str, TaskStatus] = dict(ctx.state.status)
+    for tid in gone:
+        status[tid] = "invalidated"
+    for task in plan.tasks:
+        status.setdefault(task.id, "pending")
+    if sig is None:
+        sig = signature(plan, status)
+    now = ctx.clock.now()
+    planned = schedule(ctx.problem, pending_plan(plan, status))
+    rows = []
+    for task in plan.tasks:
+        start = planned.start.get(task.id)
+        rows.append(
+            TaskRow(
+                task_id=task.id,
+                revision=revision,
+                tool=task.tool,
+                risk=ctx.ev.risk_of(task.tool),
+                status=status[task.id],
+                planned_start=None if start is None else now + start,
+                planned_finish=None if start is None else now + planned.finish[task.id],
+            )
+        )
+    diff = PlanDiff.of(revision, patch or {}, reason).to_dict() if patch is not None else {}
+    events = [ctx.ev.event("plan.diff", **diff)] if patch is not None else []
+    events.append(
+        ctx.ev.event(
+            "plan.commit",
+            revision=revision,
+            plan=plan.to_dict(),
+            tasks=len(plan.tasks),
+            planned={
+                tid: {"start": now + planned.start[tid], "finish": now + planned.finish[tid]}
+                for tid in planned.start
+            },
+        )
+    )
+    record = Revised(revision, plan, gone, sig, patch, diff, reason, now, tuple(rows))
+    ctx.commit(Change((record,), tuple(events)), meta)
+    ctx.reindex()

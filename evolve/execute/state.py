@@ -1,0 +1,150 @@
+"""The run's durable state in memory: :class:`RunState`, changed only by :meth:`RunState.apply`.
+
+The journal is the truth and this is its fold: a live run applies each record right after the
+journal committed it (:meth:`evolve.execute.context.RunContext.commit`), and a resumed run
+rebuilds the same state by folding the journal's rows through the same ``apply``
+(:meth:`RunState.restore`): every revision, every dispatch record, then each task's last settle.
+What is not here is not durable: the ready queue, the readiness pass's agenda, a stop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, assert_never
+
+from evolve.execute.journal import Journal, JournalError
+from evolve.execute.records import (
+    Dispatched,
+    Record,
+    ReplanAsked,
+    ReplanTried,
+    Revised,
+    Settled,
+    TaskRow,
+    TaskStatus,
+)
+from evolve.model.files import plan_from_dict
+from evolve.model.plan import Plan
+
+
+@dataclass
+class RunState:
+    """Everything the loop decides from that a crash must not lose."""
+
+    plan: Plan = field(default_factory=lambda: Plan(tasks=()))
+    revision: int = -1
+    status: dict[str, TaskStatus] = field(default_factory=dict)
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
+    failures: dict[str, int] = field(default_factory=dict)
+    first_failure: dict[str, float] = field(default_factory=dict)
+    retry_at: dict[str, float] = field(default_factory=dict)
+    """Pending tasks waiting for a retry, and when they may go."""
+    cascaded: set[str] = field(default_factory=set)
+    """Tasks skipped because an upstream task failed: they pass the skip on."""
+    excluded: set[str] = field(default_factory=set)
+    replan: str | None = None
+    signatures: set[str] = field(default_factory=set)
+    calls: int = 0
+    replans: int = 0
+
+    @property
+    def steps(self) -> int:
+        """The step budget spent: every call made and every replan tried."""
+        return self.calls + self.replans
+
+    def apply(self, record: Record) -> None:
+        """Fold one committed record in: the one way this state changes."""
+        if isinstance(record, Dispatched):
+            self.status[record.task_id] = "dispatched"
+            self.attempts[record.task_id] = record.attempt
+            self.retry_at.pop(record.task_id, None)
+            self.calls += 1
+        elif isinstance(record, Settled):
+            tid = record.task_id
+            self.status[tid] = record.status
+            if record.outputs is not None:
+                self.outputs[tid] = dict(record.outputs)
+            if record.attempt is not None:
+                self.attempts[tid] = record.attempt
+            if record.failures is not None:
+                self.failures[tid] = record.failures
+            if record.first_failure is not None:
+                self.first_failure.setdefault(tid, record.first_failure)
+            if record.retry_at is not None:
+                self.retry_at[tid] = record.retry_at
+            else:
+                self.retry_at.pop(tid, None)
+            if record.cascaded:
+                self.cascaded.add(tid)
+            else:
+                self.cascaded.discard(tid)
+        elif isinstance(record, ReplanAsked):
+            self.excluded.update(record.tools)
+            self.replan = record.reason
+        elif isinstance(record, ReplanTried):
+            self.replans += 1
+        elif isinstance(record, Revised):
+            for tid in record.invalidated:
+                self.status[tid] = "invalidated"
+                self.retry_at.pop(tid, None)  # out of the plan, it waits for nothing
+            for task in record.plan.tasks:
+                self.status.setdefault(task.id, "pending")
+            self.signatures.add(record.signature)
+            self.plan = record.plan
+            self.revision = record.revision
+            self.replans = max(self.replans, record.revision)
+            self.replan = None
+        else:
+            assert_never(record)
+
+    @classmethod
+    def restore(cls, journal: Journal) -> RunState:
+        """The state of the run in ``journal``: its records folded in order."""
+        state = cls()
+        for record in recorded(journal):
+            state.apply(record)
+        return state
+
+
+def recorded(journal: Journal) -> list[Record]:
+    """The journal's rows as the records that made them: each revision, each dispatch record,
+    each task's last settle (its row), and the replan request standing."""
+    revisions = journal.revisions()
+    if not revisions:
+        raise JournalError(f"{journal.path}: the run never committed a plan; start it again")
+    records: list[Record] = []
+    for rev in revisions:
+        plan = plan_from_dict(rev.plan, str(journal.path), "revisions")
+        diff = dict(rev.diff or {})
+        records.append(
+            Revised(
+                rev.revision, plan, tuple((rev.patch or {}).get("invalidate", ())), diff.get("signature", "")
+            )
+        )
+    for call in journal.calls():
+        records.append(
+            Dispatched(
+                call.call_id, call.task_id, call.attempt, call.tool, call.risk, call.idempotency_key, "", 0.0
+            )
+        )
+    records.extend(settled(row) for row in journal.tasks().values())
+    meta = journal.meta()
+    records.append(ReplanAsked(tuple(meta.get("excluded") or ()), meta.get("replan")))
+    return records
+
+
+def settled(row: TaskRow) -> Settled:
+    """A task's row as the settle that left it so (a row is its task's last settle)."""
+    return Settled(
+        row.task_id,
+        row.status,
+        outputs=row.outputs,
+        error=row.error,
+        finished=row.finished,
+        failures=row.failures,
+        first_failure=row.first_failure,
+        retry_at=row.retry_at,
+        cascaded=row.cascaded,
+        attempt=row.attempts,
+    )
