@@ -1,5 +1,7 @@
 """evolve: evolutionary search for the best plan (a task graph) for a planning problem."""
 
+# First, before any module defines a kernel: numba's cache folder, keyed by the kernel sources.
+import evolve.model.kernel_cache  # noqa: F401
 from evolve.execute.tools import ToolFailure
 from evolve.fitness.evaluation import Evaluation, evaluate_plan
 from evolve.model.errors import EvolveError, InputError

@@ -8,10 +8,8 @@ gives exactly their numbers, faster. :func:`evolve.model.plan_arrays.plan_arrays
 turns the plan into arrays and counts the errors it meets on the way; the kernel
 :func:`measure_kernel` adds what needs the graph (a dependency cycle, writes
 with no approval upstream) and computes, in linear time, how many criteria sound
-tasks cover, how many tasks serve a criterion, the cost and the LLM calls. (The
-two kernels are called one after the other from Python rather than one from the
-other: numba's on-disk cache only notices changes to a kernel's own file, and a
-kernel calling into another module could run stale code after an edit there.)
+tasks cover, how many tasks serve a criterion, the cost and the LLM calls; its
+sweeps along the graph are :func:`evolve.model.graph_kernels.reach`.
 
 :class:`CompiledContext` is the :class:`~evolve.fitness.base.Context` that
 :func:`~evolve.fitness.evaluation.evaluate_plan` hands to every objective: the
@@ -34,6 +32,7 @@ from numba import njit
 from evolve.fitness.base import Context
 from evolve.model.compiled import RISK_CODES, BoolArray, FloatArray, IntArray
 from evolve.model.coverage import covered_criteria
+from evolve.model.graph_kernels import reach
 from evolve.model.plan import Plan
 from evolve.model.plan_arrays import PlanArrays, PlanTables, plan_arrays
 from evolve.model.problem import Problem
@@ -75,7 +74,6 @@ def measure_kernel(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, succ_pt
     The risk codes come in as arguments, not as globals: numba freezes a global
     into the cached machine code and only notices changes to this file."""
     n = tool.shape[0]
-    edges = dep_idx.shape[0]
     bad = bad_in.copy()
     errors = 0
 
@@ -85,23 +83,14 @@ def measure_kernel(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, succ_pt
 
     # write-approval: a write needs an approval upstream; sweep down from every approval
     if approval_required:
-        approved = np.zeros(n, dtype=np.bool_)
-        stack = np.empty(2 * edges + 1, dtype=np.int64)
-        top = 0
+        approvals = np.empty(n, dtype=np.int64)
+        count = 0
         for a in range(n):
             if tool[a] >= 0 and risk[tool[a]] == approval:
-                for q in range(succ_ptr[a], succ_ptr[a + 1]):
-                    stack[top] = succ_idx[q]
-                    top += 1
-        while top > 0:
-            top -= 1
-            v = stack[top]
-            if approved[v]:
-                continue
-            approved[v] = True
-            for q in range(succ_ptr[v], succ_ptr[v + 1]):
-                stack[top] = succ_idx[q]
-                top += 1
+                approvals[count] = a
+                count += 1
+        approved = np.zeros(n, dtype=np.bool_)
+        reach(succ_ptr, succ_idx, approvals[:count], approved)
         for v in range(n):
             if tool[v] >= 0 and risk[tool[v]] == write and not approved[v]:
                 errors += 1  # write-approval
@@ -148,7 +137,7 @@ def measure_kernel(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, succ_pt
         top += 1
     serving = np.zeros(n, dtype=np.bool_)
     climbed = np.zeros(n, dtype=np.bool_)
-    climb = np.empty(2 * edges + 1, dtype=np.int64)
+    write_task = np.empty(1, dtype=np.int64)
     while top > 0:
         top -= 1
         v = todo[top]
@@ -159,22 +148,11 @@ def measure_kernel(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, succ_pt
             todo[top] = read_idx[q]
             top += 1
         if tool[v] >= 0 and risk[tool[v]] == write:
-            up = 0
-            for q in range(dep_ptr[v], dep_ptr[v + 1]):
-                climb[up] = dep_idx[q]
-                up += 1
-            while up > 0:
-                up -= 1
-                u = climb[up]
-                if climbed[u]:
-                    continue
-                climbed[u] = True
+            write_task[0] = v
+            for u in reach(dep_ptr, dep_idx, write_task, climbed):
                 if tool[u] >= 0 and risk[tool[u]] == approval:
                     todo[top] = u
                     top += 1
-                for q in range(dep_ptr[u], dep_ptr[u + 1]):
-                    climb[up] = dep_idx[q]
-                    up += 1
     contributing = 0
     for v in range(n):
         if serving[v] and not duplicate[v]:

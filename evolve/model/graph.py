@@ -1,9 +1,17 @@
-"""Small graph algorithms over ``{node: [predecessors]}`` maps, shared by validator and scheduler."""
+"""Small graph algorithms over ``{node: [predecessors]}`` maps, shared by validator and scheduler.
+
+They are also the plain-Python meaning (and the tests' oracle) of the compiled
+kernels in :mod:`evolve.model.graph_kernels`.
+"""
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from itertools import chain
+from typing import TypeVar
+
+N = TypeVar("N", bound=Hashable)
 
 
 def successors(deps: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
@@ -79,3 +87,17 @@ def levels(order: Sequence[str], deps: Mapping[str, Sequence[str]]) -> dict[str,
     for node in order:
         level[node] = 1 + max((level[p] for p in deps[node] if p in level), default=-1)
     return level
+
+
+def longest_tails(order: Sequence[N], succ: Mapping[N, Sequence[N]], duration: Mapping[N, float],
+                  from_zero: bool = False) -> dict[N, float]:
+    """Longest path from each node's start to the end, its own duration included, over a
+    topological ``order``: the "longest remaining path" of priority rules. The max over the
+    successors is Python's ``max(tails, default=0.0)``, or ``max([0.0, *tails])`` when
+    ``from_zero`` (see :func:`evolve.model.graph_kernels.longest_tails`)."""
+    tail: dict[N, float] = {}
+    for node in reversed(order):
+        after = (tail[s] for s in succ[node])
+        tail[node] = duration[node] + (max(chain((0.0,), after)) if from_zero
+                                       else max(after, default=0.0))
+    return tail

@@ -43,6 +43,7 @@ from numba import njit
 
 from evolve.model.compiled import RISK_CODES, BoolArray, CompiledProblem, IntArray, compile_problem
 from evolve.model.coverage import DuplicateKey, duplicate_key
+from evolve.model.graph_kernels import topological_order, transpose
 from evolve.model.plan import TASK_MEMO, Plan, Task, parse_ref
 from evolve.model.problem import Problem, Tool
 from evolve.model.validate import check_conditions, check_limits, check_template, missing_evidence
@@ -281,8 +282,11 @@ def decode_plan(records: IntArray, n: int, priority: IntArray, template_bad: Int
                            IntArray]:
     """The plan's arrays from its records, tasks numbered by position:
     ``(repeated, errors, tool, dep_ptr, dep_idx, read_ptr, read_idx, made_ptr, made_idx, bad,
-    intact, duplicate, rank, succ_ptr, succ_idx, order)`` (the last three from
-    :func:`dependency_order`).
+    intact, duplicate, rank, succ_ptr, succ_idx, order)``: the last three are the successors in
+    plan order (repeats kept) and Kahn's order, FIFO and stable in plan order, with the tasks on
+    or behind a cycle left out, exactly :func:`evolve.model.graph.topological_order`, computed
+    once per plan, here, for every kernel that walks the graph in order (the compiled figures
+    and the compiled makespan).
 
     ``repeated`` is true when two tasks share an id (then nothing else is
     meaningful). ``deps`` holds each task's dependencies that exist and are not
@@ -395,51 +399,10 @@ def decode_plan(records: IntArray, n: int, priority: IntArray, template_bad: Int
             errors += 1  # priority
         else:
             rank[where[s]] = k
-    succ_ptr, succ_idx, order = dependency_order(dep_ptr, dep_idx[:deps_n])
+    succ_ptr, succ_idx = transpose(dep_ptr, dep_idx, n)
+    order = topological_order(dep_ptr, succ_ptr, succ_idx)
     return (False, errors, tool, dep_ptr, dep_idx[:deps_n], read_ptr, read_idx[:reads_n],
             made_ptr, made_idx[:made_n], bad, intact, duplicate, rank, succ_ptr, succ_idx, order)
-
-
-@njit(cache=True)  # type: ignore[misc]
-def dependency_order(dep_ptr: IntArray, dep_idx: IntArray) -> tuple[IntArray, IntArray, IntArray]:
-    """``(succ_ptr, succ_idx, order)`` of the dependency graph ``dep_ptr``/``dep_idx``: its
-    successors in plan order (repeats kept) and Kahn's order, FIFO and stable in plan order, with
-    the tasks on or behind a cycle left out, exactly :func:`evolve.model.graph.topological_order`.
-    Computed once per plan, here, for every kernel that walks the graph in order (the compiled
-    figures and the compiled makespan)."""
-    n = dep_ptr.shape[0] - 1
-    edges = dep_idx.shape[0]
-    succ_ptr = np.zeros(n + 1, dtype=np.int64)
-    for q in range(edges):
-        succ_ptr[dep_idx[q] + 1] += 1
-    for v in range(n):
-        succ_ptr[v + 1] += succ_ptr[v]
-    fill = succ_ptr[:n].copy()
-    succ_idx = np.empty(edges, dtype=np.int64)
-    for v in range(n):
-        for q in range(dep_ptr[v], dep_ptr[v + 1]):
-            u = dep_idx[q]
-            succ_idx[fill[u]] = v
-            fill[u] += 1
-    waiting = np.empty(n, dtype=np.int64)
-    order = np.empty(n, dtype=np.int64)
-    placed = 0
-    for v in range(n):
-        waiting[v] = dep_ptr[v + 1] - dep_ptr[v]
-        if waiting[v] == 0:
-            order[placed] = v
-            placed += 1
-    head = 0
-    while head < placed:
-        v = order[head]
-        head += 1
-        for q in range(succ_ptr[v], succ_ptr[v + 1]):
-            s = succ_idx[q]
-            waiting[s] -= 1
-            if waiting[s] == 0:
-                order[placed] = s
-                placed += 1
-    return succ_ptr, succ_idx, order[:placed]
 
 
 @dataclass(frozen=True, eq=False)
@@ -463,7 +426,7 @@ class PlanArrays:
     succ_ptr: IntArray
     succ_idx: IntArray
     order: IntArray
-    """The tasks not on or behind a cycle, in Kahn's order (see :func:`dependency_order`)."""
+    """The tasks not on or behind a cycle, in Kahn's order (see :func:`decode_plan`)."""
     ranked: int
     """How many distinct ids the priority names (tasks of the plan or not): the place every
     task it does not name shares, as in :func:`evolve.scheduling.base.priority_positions`."""

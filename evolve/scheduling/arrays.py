@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from evolve.model.graph_kernels import csr, transpose
 from evolve.model.problem import Problem
 from evolve.scheduling.base import Capacity, PlanGraph, backward_tails, demand_vector, priority_positions
 
@@ -67,16 +68,8 @@ def sgs_arrays(problem: Problem, graph: PlanGraph) -> SgsArrays:
     rows = {name: demand_vector(problem, name, capacity) for name in dict.fromkeys(tools)}
     need = np.array([rows[name] for name in tools], dtype=np.float64).reshape(n, width)
 
-    counts = np.fromiter((len(graph.deps[tid]) for tid in order), dtype=np.int64, count=n)
-    pred_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=pred_ptr[1:])
-    pred_idx = np.fromiter((index[d] for tid in order for d in graph.deps[tid]),
-                           dtype=np.int64, count=int(pred_ptr[-1]))
-    # Successors are the transpose of the predecessor CSR: owners of the edges, grouped by pred.
-    owner = np.repeat(np.arange(n, dtype=np.int64), counts)
-    succ_idx = owner[np.argsort(pred_idx, kind="stable")].astype(np.int64)
-    succ_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(pred_idx, minlength=n), out=succ_ptr[1:])
+    pred_ptr, pred_idx = csr([[index[d] for d in graph.deps[tid]] for tid in order])
+    succ_ptr, succ_idx = transpose(pred_ptr, pred_idx, n)
 
     tails = backward_tails(graph)
     tail = np.fromiter((tails[tid] for tid in order), dtype=np.float64, count=n)

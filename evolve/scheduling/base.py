@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evolve.model.graph import levels, successors, topological_order
+from evolve.model.graph import levels, longest_tails, successors, topological_order
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem
 
@@ -117,11 +117,7 @@ def forward_pass(graph: PlanGraph) -> dict[str, float]:
 def backward_tails(graph: PlanGraph) -> dict[str, float]:
     """Longest path from each task's start to the end of the plan (its own duration included):
     the "longest remaining path" that orders ready tasks the priority leaves unordered."""
-    tail: dict[str, float] = {}
-    duration, succ = graph.duration, graph.succ
-    for tid in reversed(graph.order):
-        tail[tid] = duration[tid] + max((tail[s] for s in succ[tid]), default=0.0)
-    return tail
+    return longest_tails(graph.order, graph.succ, graph.duration)
 
 
 def priority_positions(plan: Plan) -> dict[str, int]:

@@ -13,9 +13,8 @@ only its slot), longest tails and the same selection ``key`` (priority place, th
 longest tail, then topological index). Equal arrays give equal starts, so the makespan
 is exactly :func:`~evolve.scheduling.schedule`'s; the tests hold it to that.
 
-It is a kernel of its own, called before :func:`~evolve.scheduling.kernel.serial_sgs`
-from Python rather than calling it: numba's on-disk cache only notices changes to a
-kernel's own file, so a kernel calling into another module could run stale code.
+The transpose and the tails are the shared kernels of :mod:`evolve.model.graph_kernels`
+(a call across files, which :mod:`evolve.model.kernel_cache` keeps safe).
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from evolve.model.compiled import FloatArray, IntArray
+from evolve.model.graph_kernels import longest_tails, transpose
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -36,7 +36,7 @@ def sgs_inputs(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, order: IntA
 
     ``tool``/``dep_ptr``/``dep_idx``/``order`` are a decoded plan's (deps exist, are not the
     task itself and keep their repeats, as :meth:`~evolve.model.plan.Plan.dependency_map`;
-    ``order`` is Kahn's, from :func:`evolve.model.plan_arrays.dependency_order`);
+    ``order`` is Kahn's, from :func:`evolve.model.plan_arrays.decode_plan`);
     ``rank`` is each task's priority place (-1: not named, which places it at ``ranked``);
     ``tool_dur``/``tool_need`` are the compiled problem's rows by tool index.
     """
@@ -72,31 +72,10 @@ def sgs_inputs(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, order: IntA
         pred_ptr[k + 1] = count
     pred_idx = pred_idx[:count]
 
-    # successors by topological index: the transpose, owners ascending (a stable sort's order)
-    out_ptr = np.zeros(m + 1, dtype=np.int64)
-    for q in range(count):
-        out_ptr[pred_idx[q] + 1] += 1
-    for k in range(m):
-        out_ptr[k + 1] += out_ptr[k]
-    at = out_ptr[:m].copy()
-    out_idx = np.empty(count, dtype=np.int64)
-    for k in range(m):
-        for q in range(pred_ptr[k], pred_ptr[k + 1]):
-            p = pred_idx[q]
-            out_idx[at[p]] = k
-            at[p] += 1
-
-    # longest tails (base.backward_tails: own duration plus Python's max of the successors')
-    tail = np.empty(m, dtype=np.float64)
-    for k in range(m - 1, -1, -1):
-        lo, hi = out_ptr[k], out_ptr[k + 1]
-        best = 0.0
-        if hi > lo:
-            best = tail[out_idx[lo]]
-            for q in range(lo + 1, hi):
-                if tail[out_idx[q]] > best:
-                    best = tail[out_idx[q]]
-        tail[k] = dur[k] + best
+    # successors by topological index (owners ascending: a stable sort's order) and longest
+    # tails (base.backward_tails: own duration plus Python's max of the successors')
+    out_ptr, out_idx = transpose(pred_ptr, pred_idx, m)
+    tail = longest_tails(dur, out_ptr, out_idx, False)
 
     # key: rank of (priority place, -tail, topological index), as lexsort in arrays.sgs_arrays
     by_tail = np.argsort(-tail, kind="mergesort")

@@ -21,28 +21,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from evolve.model.graph_kernels import longest_tails, transpose
 from evolve.scheduling.kernel import heap_pop, heap_push, justify, rank_by, serial_sgs
 
 INFEASIBLE = np.inf
 JUSTIFY_ROUNDS = 0
 """Forward-backward passes per scored choice: the first pays for itself, later ones rarely."""
-
-
-@njit(cache=True)  # type: ignore[misc]
-def transpose(ptr, idx, targets):  # type: ignore[no-untyped-def]
-    """The CSR transpose of ``ptr``/``idx`` over ``targets`` items: for each target, the sources
-    that list it, in ascending order (readers of each fact, successors of each task)."""
-    count = np.zeros(targets + 1, dtype=np.int64)
-    for q in range(idx.shape[0]):
-        count[idx[q] + 1] += 1
-    t_ptr = np.cumsum(count)
-    t_idx = np.empty(idx.shape[0], dtype=np.int64)
-    fill = t_ptr[:-1].copy()
-    for s in range(ptr.shape[0] - 1):
-        for q in range(ptr[s], ptr[s + 1]):
-            t_idx[fill[idx[q]]] = s
-            fill[idx[q]] += 1
-    return t_ptr, t_idx
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -205,14 +189,7 @@ def task_graph(tables, choice, order, task_of, n):  # type: ignore[no-untyped-de
 @njit(cache=True)  # type: ignore[misc]
 def priority_keys(dur_t, pred_ptr, pred_idx, succ_ptr, succ_idx, n):  # type: ignore[no-untyped-def]
     """Ranks by longest remaining path, ties by topological position: the reference's default."""
-    tail = np.zeros(n, dtype=np.float64)
-    for k in range(n - 1, -1, -1):
-        best = 0.0
-        for q in range(succ_ptr[k], succ_ptr[k + 1]):
-            if tail[succ_idx[q]] > best:
-                best = tail[succ_idx[q]]
-        tail[k] = dur_t[k] + best
-    return rank_by(-tail)
+    return rank_by(-longest_tails(dur_t, succ_ptr, succ_idx, True))
 
 
 @njit(cache=True)  # type: ignore[misc]

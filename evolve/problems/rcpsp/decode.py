@@ -111,36 +111,24 @@ def parallel_kernel(
     dur: IntArray,
     dem: IntArray,
     pred_ptr: IntArray,
-    pred_idx: IntArray,
+    succ_ptr: IntArray,
+    succ_idx: IntArray,
     avail: IntArray,
     starts: IntArray,
 ) -> int:
     """Parallel SGS with list priorities: at each decision time, start every
     eligible activity that fits, in list order (a non-delay schedule).
-    Same contract as :func:`serial_kernel`.
+    Same contract as :func:`serial_kernel`, but it takes the graph's
+    successors (``succ_ptr``/``succ_idx``, the transpose of the predecessor
+    lists, which every caller holds) besides the predecessor counts.
 
     An activity is eligible once all its predecessors are scheduled
     (``left[j] == 0``) and have finished (``ready[j] <= t``); both are
     updated when a predecessor is scheduled, so a decision point costs one
-    cheap sweep over the pending list. Successor lists are derived from the
-    predecessor lists once per call.
+    cheap sweep over the pending list.
     """
     n = order.shape[0]
     nres = dem.shape[1]
-    # successors from predecessors (the reverse CSR), to update ``left``
-    cnt = np.zeros(n + 1, dtype=np.int64)
-    for j in range(n):
-        for q in range(pred_ptr[j], pred_ptr[j + 1]):
-            cnt[pred_idx[q] + 1] += 1
-    for j in range(n):
-        cnt[j + 1] += cnt[j]
-    succ = np.empty(cnt[n], dtype=np.int64)
-    fill = cnt[:n].copy()
-    for j in range(n):
-        for q in range(pred_ptr[j], pred_ptr[j + 1]):
-            p = pred_idx[q]
-            succ[fill[p]] = j
-            fill[p] += 1
     left = np.empty(n, dtype=np.int64)
     ready = np.zeros(n, dtype=np.int64)
     for j in range(n):
@@ -174,8 +162,8 @@ def parallel_kernel(
                     done[j] = True
                     if t + d > ms:
                         ms = t + d
-                    for q in range(cnt[j], cnt[j + 1]):
-                        v = succ[q]
+                    for q in range(succ_ptr[j], succ_ptr[j + 1]):
+                        v = succ_idx[q]
                         left[v] -= 1
                         if t + d > ready[v]:
                             ready[v] = t + d
@@ -306,6 +294,8 @@ def _decode_batch(
     cap: IntArray,
     pred_ptr: IntArray,
     pred_idx: IntArray,
+    succ_ptr: IntArray,
+    succ_idx: IntArray,
     horizon: int,
     parallel: bool,
 ) -> IntArray:
@@ -314,7 +304,7 @@ def _decode_batch(
     out = np.empty((m, n), dtype=np.int64)
     for i in range(m):
         if parallel:
-            ms = parallel_kernel(lists[i], dur, dem, pred_ptr, pred_idx, avail, out[i])
+            ms = parallel_kernel(lists[i], dur, dem, pred_ptr, succ_ptr, succ_idx, avail, out[i])
         else:
             ms = serial_kernel(lists[i], dur, dem, pred_ptr, pred_idx, avail, out[i])
         reset_profile(avail, cap, ms)
@@ -372,6 +362,8 @@ def _sgs_batch(inst: RcpspInstance, lists: npt.ArrayLike, parallel: bool) -> Int
         inst.capacities,
         inst.pred_ptr,
         inst.pred_idx,
+        inst.succ_ptr,
+        inst.succ_idx,
         inst.horizon,
         parallel,
     )

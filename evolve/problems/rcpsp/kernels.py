@@ -200,9 +200,9 @@ def _bp_decode(pb, lst, use_parallel, avail, out_s, out_l):  # type: ignore[no-u
     opposite world: activities by decreasing finish time (ties: later in
     ``lst`` first). Decoding that list in the opposite world justifies the
     schedule, so every child is a justification pass. Returns the makespan."""
-    dur, dem, cap, pred_ptr, pred_idx, _succ_ptr, _succ_idx = pb
+    dur, dem, cap, pred_ptr, pred_idx, succ_ptr, succ_idx = pb
     if use_parallel:
-        ms = parallel_kernel(lst, dur, dem, pred_ptr, pred_idx, avail, out_s)
+        ms = parallel_kernel(lst, dur, dem, pred_ptr, succ_ptr, succ_idx, avail, out_s)
     else:
         ms = serial_kernel(lst, dur, dem, pred_ptr, pred_idx, avail, out_s)
     reset_profile(avail, cap, ms)
