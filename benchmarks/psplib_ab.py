@@ -6,7 +6,7 @@ seeds, one after the other in this process (``--jobs 1``), so the figures are
 comparable; the printed delta is against ``base`` (negative is better). Usage::
 
     nice -n 19 python benchmarks/psplib_ab.py --set j120 --every 4 --schedules 1000,5000 \\
-        --seeds 0,1,2 peak=peak_rate:0.3 elite=elite_rate:0.1
+        --seeds 0,1,2 two_point=crossover:two_point pool1=mate_pool:1
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from evolve.problems.rcpsp.bench import ordinal, run_psplib_grid
-from evolve.problems.rcpsp.search import GaParams
+from evolve.problems.rcpsp.search import Crossover, GaParams
 
 
 def variant(spec: str) -> tuple[str, GaParams]:
@@ -30,8 +30,8 @@ def variant(spec: str) -> tuple[str, GaParams]:
         if key not in kinds:
             raise SystemExit(f"unknown GaParams field {key!r}")
         kind = str(kinds[key])
-        value: Any = (raw == "True" if "bool" in kind else float(raw) if "float" in kind
-                         else int(raw) if raw != "None" else None)
+        value: Any = (Crossover[raw.upper()] if key == "crossover" else raw == "True" if "bool" in kind
+                      else float(raw) if "float" in kind else int(raw) if raw != "None" else None)
         p = replace(p, **{key: value})
     return name, p
 

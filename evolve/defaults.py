@@ -16,6 +16,10 @@ GENERATIONS = 12
 """Generations after the first population."""
 SEED = 0
 BACKEND = "loky"
+CHECKPOINT_SECONDS = 1.0
+"""A run checkpoints after its first generation and then after the first generation that ends
+at least this long after the last checkpoint began (0: after every generation): a crash loses at
+most about this much search, and a fast search does not spend most of its time writing its state."""
 MAX_ATTEMPTS = 10
 """Tries to breed a child that is not a copy of a known plan."""
 
@@ -31,6 +35,11 @@ CHOICE_NEAR = 0.05
 CHOICE_PROBE_MAX_TASKS = 40
 """Probing is on for plans of at most this many tasks: there it finds optima a greedy priority
 misses (e.g. 3468 instead of 3714 at 40 facts), above it costs more time than it wins."""
+
+# -- the activity-list GA (evolve run x.sm, evolve bench psplib) ----------------------------------
+# Its settings and their tuned defaults are the fields of GaParams in
+# evolve/problems/rcpsp/search.py (some resolved per instance size and budget there, in _resolve);
+# docs/psplib-seeds.md lists the settings that lost.
 
 # -- the PSPLIB benchmark (evolve bench psplib) --------------------------------------------------
 BENCH_SET = "j30"

@@ -12,7 +12,7 @@ from evolve.cli.bench import bench
 from evolve.problems.rcpsp.bench import PUBLISHED, instance_seed, run_psplib_benchmark, run_psplib_grid
 from evolve.problems.rcpsp.check import schedule_violations
 from evolve.problems.rcpsp.instance import load_instance, lower_bound, psplib_dir
-from evolve.problems.rcpsp.search import LEGACY, solve
+from evolve.problems.rcpsp.search import solve
 
 DATA = psplib_dir()
 needs_data = pytest.mark.skipif(not (DATA / "j30").is_dir(), reason=f"PSPLIB data not found at {DATA}")
@@ -122,14 +122,14 @@ def test_missing_data_dir_is_a_clean_error(tmp_path: Path, monkeypatch: pytest.M
 
 
 @needs_data
-def test_legacy_runs_the_old_settings(tmp_path: Path) -> None:
-    out = tmp_path / "legacy.json"
+def test_json_holds_the_settings_and_the_default_search_result(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
     res = CliRunner().invoke(bench, ["psplib", "--set", "j60", "--schedules", "120", "--instances", "1",
-                                     "--legacy", "--json", str(out)])
+                                     "--json", str(out)])
     assert res.exit_code == 0, res.output
-    assert "legacy settings" in res.output
+    assert "default settings" in res.output
     doc = json.loads(out.read_text())
-    assert doc["params"]["sgs_adapt"] is False
+    assert doc["params"]["crossover"] == "block"
     inst = load_instance(DATA / "j60" / "j601_1.sm")
-    old = solve(inst, schedules=120, seed=instance_seed(0, "j601_1"), params=LEGACY)
-    assert doc["records"][0]["makespan"] == old.makespan and doc["records"][0]["starts"] == list(old.starts)
+    same = solve(inst, schedules=120, seed=instance_seed(0, "j601_1"))
+    assert doc["records"][0]["makespan"] == same.makespan and doc["records"][0]["starts"] == list(same.starts)

@@ -12,7 +12,6 @@ import pytest
 
 from evolve.problems.rcpsp.check import schedule_violations
 from evolve.problems.rcpsp.decode import check_activity_list, serial_sgs
-from evolve.problems.rcpsp.decompose import block_instance
 from evolve.problems.rcpsp.instance import (
     critical_path_bound,
     energy_bound,
@@ -21,7 +20,7 @@ from evolve.problems.rcpsp.instance import (
     lower_bound,
     psplib_dir,
 )
-from evolve.problems.rcpsp.search import GaParams, solve
+from evolve.problems.rcpsp.search import Crossover, GaParams, solve
 
 DATA = psplib_dir()
 pytestmark = pytest.mark.skipif(not (DATA / "j30").is_dir(), reason=f"PSPLIB data not found at {DATA}")
@@ -82,7 +81,7 @@ def test_needs_a_budget() -> None:
 def test_restart_near_elite_is_feasible_and_on_budget(near: float) -> None:
     # frequent restarts so the neighbour-of-elite restart actually runs
     inst = load_instance(DATA / "j60/j6017_4.sm")
-    p = GaParams(restart_near=near, restart_after=1, restart_mix=0.5)
+    p = GaParams(restart_near=near, restart_after=1)
     res = solve(inst, schedules=400, seed=3, params=p)
     assert res.schedules_used <= 400
     assert schedule_violations(inst, res.starts) == []
@@ -93,7 +92,7 @@ def test_restart_near_elite_is_feasible_and_on_budget(near: float) -> None:
 
 COUNTER = """
 import sys
-from evolve.problems.rcpsp import GaParams, kernels, load_instance, search, solve
+from evolve.problems.rcpsp import Crossover, GaParams, kernels, load_instance, search, solve
 calls = [0]
 def counted(f):
     def g(*a):
@@ -105,8 +104,8 @@ kernels.serial_kernel = counted(kernels.serial_kernel)
 kernels.parallel_kernel = counted(kernels.parallel_kernel)
 search.serial_kernel = counted(search.serial_kernel)
 inst = load_instance(sys.argv[1])
-for params in (None, GaParams(restart_after=1, polish_slack=50, peak_rate=0.3),
-               GaParams(decompose_share=0.4, decompose_runs=3, peak_adapt=True)):
+for params in (None, GaParams(restart_after=1, polish_slack=50),
+               GaParams(crossover=Crossover.TWO_POINT, mate_pool=1, recycle=0.0)):
     calls[0] = 0
     r = solve(inst, schedules=250, seed=1, params=params, lower_bound=0)
     print(r.schedules_used, calls[0])
@@ -159,27 +158,16 @@ def test_own_lower_bound_is_critical_path_or_energy() -> None:
     assert critical_path_bound(inst) == best.cpm_lb and lower_bound(inst) <= best.best_known
 
 
-def test_block_instance_keeps_the_precedence_inside_the_block() -> None:
-    inst = load_instance(DATA / "j60/j6017_4.sm")
-    lst = solve(inst, schedules=50, seed=0).activity_list
-    block = lst[10:40]
-    sub = block_instance(inst, block)
-    assert sub.n == 32 and sub.durations[0] == sub.durations[-1] == 0
-    where = {int(a): i + 1 for i, a in enumerate(block)}
-    for a in block:
-        inside = sorted(where[int(s)] for s in inst.successors(int(a)) if int(s) in where)
-        assert sorted(int(s) for s in sub.successors(where[int(a)])) == (inside or [31])
-
-
-def test_decomposition_and_adaptive_mixes_are_feasible_on_budget_and_reproducible() -> None:
+def test_two_point_crossover_and_plain_tournament_are_feasible_on_budget_and_reproducible() -> None:
     inst = load_instance(DATA / "j120/j1206_2.sm")
-    p = GaParams(decompose_share=0.4, decompose_runs=3, peak_adapt=True)
+    p = GaParams(crossover=Crossover.TWO_POINT, mate_pool=1, recycle=0.0, polish_slack=20)
     res = solve(inst, schedules=900, seed=2, params=p)
     assert res.schedules_used <= 900
     assert schedule_violations(inst, res.starts) == []
     assert list(serial_sgs(inst, res.activity_list)) == list(res.starts)
     again = solve(inst, schedules=900, seed=2, params=p)
     assert np.array_equal(res.starts, again.starts)
+    assert not np.array_equal(res.starts, solve(inst, schedules=900, seed=2).starts)
 
 
 def test_mate_is_the_most_different_tournament_winner() -> None:

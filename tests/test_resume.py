@@ -13,14 +13,21 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from evolve import SearchOptions, load_problem, run_search
 from evolve.cli.main import cli
+from evolve.run.checkpoint import Writer, checkpointed_generation
 
 REFUND = Path(__file__).resolve().parent.parent / "examples" / "refund.yaml"
 ARGS = ["--generations", "150", "--population", "16", "--keep", "6", "--seed", "11", "--jobs", "1"]
 
 
-def evolve_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from evolve.cli.main import main; main()", "run", str(REFUND), *args]
+MAIN = "from evolve.cli.main import main; main()"
+EVERY_GENERATION = "import evolve.defaults as d; d.CHECKPOINT_SECONDS = 0.0; " + MAIN
+"""The CLI with a checkpoint after every generation (the default interval is a second)."""
+
+
+def evolve_cmd(*args: str, main: str = MAIN) -> list[str]:
+    return [sys.executable, "-c", main, "run", str(REFUND), *args]
 
 
 def generations_done(folder: Path) -> int:
@@ -37,10 +44,11 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.parametrize("main", [MAIN, EVERY_GENERATION], ids=["default-interval", "every-generation"])
 @pytest.mark.parametrize("after", [3, 40])
-def test_sigkill_then_resume_is_identical(uninterrupted: Path, tmp_path: Path, after: int) -> None:
+def test_sigkill_then_resume_is_identical(uninterrupted: Path, tmp_path: Path, after: int, main: str) -> None:
     folder = tmp_path / "run"
-    proc = subprocess.Popen(evolve_cmd(*ARGS, "--out", str(folder)),
+    proc = subprocess.Popen(evolve_cmd(*ARGS, "--out", str(folder), main=main),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while generations_done(folder) < after and proc.poll() is None and time.monotonic() < deadline:
@@ -49,6 +57,9 @@ def test_sigkill_then_resume_is_identical(uninterrupted: Path, tmp_path: Path, a
     proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
     assert not (folder / "best.json").exists()
+    if main == EVERY_GENERATION and after == 40:
+        # killed long after generation 0: the resume starts from a checkpoint in mid-run
+        assert (checkpointed_generation(folder) or 0) > 30
     subprocess.run(evolve_cmd(*ARGS, "--resume", str(folder)), check=True, capture_output=True)
     assert (folder / "events.jsonl").read_bytes() == (uninterrupted / "events.jsonl").read_bytes()
     assert (folder / "best.json").read_bytes() == (uninterrupted / "best.json").read_bytes()
@@ -111,3 +122,21 @@ def test_budgets_stop_the_run(tmp_path: Path) -> None:
     assert summary["best"]["values"]["makespan"] <= 3000 and summary["best"]["feasible"]
     result = runner.invoke(cli, ["run", str(REFUND), "--target", "speed=1"])
     assert result.exit_code == 2 and "not among the objectives" in result.output
+
+
+def test_checkpoints_are_written_on_an_interval_not_every_generation(tmp_path: Path) -> None:
+    writer = Writer(tmp_path, {}, interval=3600.0)
+    assert writer.due()
+    writer.save({"generation": 0}, 0, "")
+    assert not writer.due()
+    writer.wait()
+    assert checkpointed_generation(tmp_path) == 0
+    assert Writer(tmp_path, {}, interval=0.0).due()
+
+
+def test_a_finished_run_checkpoints_its_last_generation(tmp_path: Path) -> None:
+    """However long the interval, the last generation is checkpointed (before the stop event),
+    so a finished run continues with a larger budget from where it ended."""
+    run_search(load_problem(REFUND), options=SearchOptions(generations=7, seed=2, jobs=1),
+               out_dir=tmp_path, checkpoint_seconds=3600.0)
+    assert checkpointed_generation(tmp_path) == 7

@@ -15,7 +15,6 @@ from joblib import cpu_count
 from evolve import defaults
 from evolve.problems.rcpsp.bench import COUNT_RULE, STOP_RULE, format_grid, format_matrix, run_psplib_grid
 from evolve.problems.rcpsp.instance import PSPLIB_SETS, psplib_dir
-from evolve.problems.rcpsp.search import LEGACY
 from evolve.run.evaluator import capped_jobs
 
 
@@ -92,12 +91,6 @@ def bench() -> None:
     help="Several run seeds (0,1,2): each figure is their mean, printed with its spread.",
 )
 @click.option(
-    "--legacy", is_flag=True,
-    help="The search settings before the adaptive serial/parallel SGS mix, the dissimilar mate, "
-         "distinct survival, early polishing, light mutation, recycled polishing passes and the block "
-         "crossover (reproduces older figures).",
-)
-@click.option(
     "--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None,
     help="Write the rows, the per-seed runs and every instance's result as JSON ('-': stdout, no table).",
 )
@@ -110,7 +103,6 @@ def psplib_cmd(
     jobs: int,
     seed: int | None,
     seeds: tuple[tuple[int, ...], ...],
-    legacy: bool,
     json_path: Path | None,
 ) -> None:
     """Run the search on PSPLIB sets, budgets and seeds and print the literature's table.
@@ -147,8 +139,7 @@ def psplib_cmd(
             raise click.ClickException(f"PSPLIB data not found at {base / name}; set EVOLVE_PSPLIB_DIR")
     try:
         result = run_psplib_grid(sets, budgets=budgets, seeds=seed_list, seconds=seconds,
-                                 instances=instances, every=every, jobs=jobs,
-                                 params=LEGACY if legacy else None)
+                                 instances=instances, every=every, jobs=jobs)
     except (FileNotFoundError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     text = json.dumps(result.to_json(), indent=1)
@@ -156,7 +147,7 @@ def psplib_cmd(
         click.echo(text)
         return
     click.echo(f"PSPLIB {', '.join(sets)}; seeds {','.join(map(str, seed_list))}; "
-               f"{'legacy settings' if legacy else 'default settings'}; "
+               "default settings; "
                f"counted: {COUNT_RULE}; early stop only at {STOP_RULE}")
     click.echo(format_matrix(result.rows))
     click.echo()

@@ -42,7 +42,7 @@ from evolve.problems import load_problem
 from evolve.problems.synthetic import generate_document, save_document
 from evolve.report import write_report
 from evolve.run.backends import BACKENDS
-from evolve.run.checkpoint import CHECKPOINT
+from evolve.run.checkpoint import CHECKPOINT, checkpointed_generation
 from evolve.run.evaluator import capped_jobs
 from evolve.run.folder import new_run_dir, run_search
 from evolve.scheduling import Schedule, schedule
@@ -144,9 +144,9 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
         llm_max_tokens: int, llm_token_param: str, force: bool, no_report: bool, as_json: bool) -> None:
     """Search for the best plan for PROBLEM_FILE and write it to a run folder.
 
-    A run writes a checkpoint after every generation; one that was stopped
-    (Ctrl-C, a crash, a killed machine) continues with the same command plus
-    --resume RUN_DIR.
+    A run writes a checkpoint after its first generation, then about once a second;
+    one that was stopped (Ctrl-C, a crash, a killed machine) continues with the same
+    command plus --resume RUN_DIR and ends exactly as if never stopped.
     """
     problem = read_problem(problem_file)
     if resume_dir is not None and out_dir is not None and Path(out_dir) != Path(resume_dir):
@@ -202,8 +202,8 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
         if isinstance(exc, SystemExit) or not ctrl_c.caused(exc):
             raise
         if (folder / CHECKPOINT).exists():
-            click.echo("\ninterrupted: the last completed generation is checkpointed; continue with "
-                       f"the same command and --resume {folder}", err=True)
+            click.echo(f"\ninterrupted: generation {checkpointed_generation(folder)} is checkpointed; "
+                       f"continue with the same command and --resume {folder}", err=True)
         else:
             click.echo("\ninterrupted before the first generation ended: there is no checkpoint "
                        "to resume; start the run again", err=True)

@@ -1,5 +1,12 @@
 """Checkpoints: the whole search state after a generation, written so a crash never tears it.
 
+Not after every generation: after the first, then after the first generation that ends at
+least ``interval`` seconds (:data:`evolve.defaults.CHECKPOINT_SECONDS`) after the previous
+checkpoint began. Encoding a state costs milliseconds to tens of milliseconds, which a fast
+search (the RCPSP GA runs a generation in a few milliseconds) would otherwise spend mostly
+on its own checkpoints; a resumed run replays the generations since the last checkpoint, and
+since the search is deterministic it still ends exactly like one never stopped.
+
 The file is written to a temporary name, flushed to disk and renamed over the
 old one, so at any moment (SIGKILL included) the folder holds one complete
 checkpoint. It records the problem, the result-changing options, and the length
@@ -17,6 +24,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,9 +35,10 @@ from evolve.run.state_codec import StateError, decode, encode
 CHECKPOINT = "checkpoint.json"
 LEGACY_CHECKPOINT = "checkpoint.pkl"
 MAGIC = "evolve-checkpoint"
-VERSION = 3
+VERSION = 4
 """Bumped whenever a checkpointed state gains or loses a field (3: the RCPSP search keeps
-recycled polishing passes), so an older file is refused with a message, not half-restored."""
+recycled polishing passes; 4: it lost its experiments' state, and the file names its
+generation), so an older file is refused with a message, not half-restored."""
 MAX_BYTES = 1 << 30
 """A checkpoint larger than this is refused unread (a real one is kilobytes to megabytes)."""
 
@@ -60,7 +69,7 @@ def snapshot(state: dict[str, Any], identity: dict[str, Any], events_bytes: int,
         body = encode(state)
     except StateError as exc:
         raise CheckpointError(f"cannot checkpoint the search state: {exc}") from None
-    blob = {"magic": MAGIC, "version": VERSION, "identity": identity,
+    blob = {"magic": MAGIC, "version": VERSION, "identity": identity, "generation": state.get("generation"),
             "events_bytes": events_bytes, "events_sha256": events_sha256, "state": body}
     return json.dumps(blob, separators=(",", ":"), allow_nan=True).encode()
 
@@ -78,18 +87,29 @@ def write_atomically(path: Path, data: bytes) -> None:
 class Writer:
     """Writes checkpoints in a background thread, so disk time overlaps the next generation.
 
-    The snapshot is pickled synchronously; only the write, fsync and rename run
+    The snapshot is encoded synchronously; only the write, fsync and rename run
     behind. A new checkpoint waits for the previous one, and :meth:`close` waits
     for the last, so the newest complete checkpoint is always on disk or coming.
+    :meth:`due` says whether the next generation's state is to be written (the first
+    always, then one each ``interval`` seconds).
     """
 
-    def __init__(self, folder: Path, identity: dict[str, Any]) -> None:
+    def __init__(self, folder: Path, identity: dict[str, Any], interval: float = 0.0) -> None:
         self.path = folder / CHECKPOINT
         self.identity = identity
+        self.interval = interval
+        self.last: float | None = None  #: when the last checkpoint began (monotonic)
+        self.generation: object = None  #: the generation it holds
         self.pending: threading.Thread | None = None
         self.error: BaseException | None = None
 
+    def due(self) -> bool:
+        """Whether a checkpoint is due now: none yet, or ``interval`` seconds since the last began."""
+        return self.last is None or time.monotonic() - self.last >= self.interval
+
     def save(self, state: dict[str, Any], events_bytes: int, events_sha256: str) -> None:
+        self.last = time.monotonic()
+        self.generation = state.get("generation")
         data = snapshot(state, self.identity, events_bytes, events_sha256)
         self.wait()
         thread = threading.Thread(target=self.write, args=(data,), name="checkpoint", daemon=True)
@@ -157,6 +177,15 @@ def load(folder: Path, identity: dict[str, Any]) -> Checkpoint:
     if not isinstance(state, dict):
         raise CheckpointError(f"{path}: corrupt checkpoint state (not a mapping)")
     return Checkpoint(state=state, events_bytes=size, events_sha256=digest)
+
+
+def checkpointed_generation(folder: Path) -> int | None:
+    """The generation ``folder``'s checkpoint holds (None: no readable checkpoint), for messages."""
+    try:
+        generation = json.loads((folder / CHECKPOINT).read_bytes()).get("generation")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return generation if isinstance(generation, int) and not isinstance(generation, bool) else None
 
 
 def check_events(path: Path, restored: Checkpoint) -> hashlib._Hash:

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from evolve import defaults
 from evolve.defaults import RUNS_DIR
 from evolve.fitness.base import Fitness
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
@@ -108,6 +109,7 @@ def run_search(
     on_generation: Callable[[dict[str, Any]], None] | None = None,
     extra_summary: Callable[[], dict[str, Any]] | None = None,
     htn_fallback: DecompositionFallback | None = None,
+    checkpoint_seconds: float | None = None,
 ) -> RunOutcome:
     """Search ``problem`` and write the run folder. The programmatic twin of ``evolve run``.
 
@@ -115,8 +117,13 @@ def run_search(
     must have been made for the same problem, objectives and options. An HTN domain
     (:class:`~evolve.problems.htn.HtnProblem`) is searched by its own algorithm, which asks
     ``htn_fallback`` (if given) for decompositions no method covers. A folder that
-    already holds a run is refused unless resumed or ``overwrite=True``.
+    already holds a run is refused unless resumed or ``overwrite=True``. The run checkpoints
+    after its first generation and then at most every ``checkpoint_seconds`` (default
+    :data:`evolve.defaults.CHECKPOINT_SECONDS`, read at call time; 0: every generation).
     """
+    interval = defaults.CHECKPOINT_SECONDS if checkpoint_seconds is None else checkpoint_seconds
+    if interval < 0:
+        raise UsageError(f"checkpoint interval must be at least 0 seconds, got {interval}")
     fitnesses = list(fitnesses) if fitnesses is not None else resolve_all(DEFAULT_OBJECTIVES)
     # an integer RCPSP gets the activity-list GA unless the caller asks for operators or a proposer
     htn = isinstance(problem, HtnProblem)
@@ -149,14 +156,16 @@ def run_search(
             stream.truncate(restored.events_bytes)
     began = time.perf_counter()
     with EventLog(events_path, digest) as events, \
-            checkpoint.Writer(out, identity) as checkpoints, \
+            checkpoint.Writer(out, identity, interval) as checkpoints, \
             Evaluator(problem, fitnesses, jobs=options.jobs, backend=options.backend,
                       scheduler_address=options.scheduler_address,
                       eval_timeout=options.eval_timeout, isolate=options.isolate) as evaluator:
 
-        def save_checkpoint(search: Algorithm) -> None:
-            events.flush()
-            checkpoints.save(search.state(), events.size, events.digest.hexdigest())
+        def save_checkpoint(search: Algorithm, last: bool = False) -> None:
+            # the last generation always: a finished run continues from it with a larger budget
+            if checkpoints.due() or (last and checkpoints.generation != search.generation):
+                events.flush()
+                checkpoints.save(search.state(), events.size, events.digest.hexdigest())
 
         emit = event_writer(events, on_generation)
         search: Search | ActivityListGA | HtnSearch
@@ -172,7 +181,8 @@ def run_search(
                             proposer_share=proposer_share)
         if restored is not None:
             search.restore(restored.state)
-        result = minimize(search, options.budget(), emit=emit, on_generation=save_checkpoint)
+        result = minimize(search, options.budget(), emit=emit, on_generation=save_checkpoint,
+                          on_stop=lambda search: save_checkpoint(search, last=True))
         jobs = evaluator.jobs
         worker_failures = evaluator.worker_failures
     seconds = time.perf_counter() - began

@@ -3,8 +3,8 @@
 A pickle is a program: loading one may call anything it names, so a run folder
 holding a pickle would not be data. This codec writes the same state as JSON
 with a few tagged forms (tuples, dicts whose keys are not plain strings, numpy arrays and
-scalars, random generators, and evolve's own objects), and reads it back by
-building only what the tags allow:
+scalars, random generators, evolve's own objects and its enum members, by name), and reads
+it back by building only what the tags allow:
 
 - an object only of a class defined in an already-imported ``evolve`` module
   that is a dataclass or declares ``CHECKPOINT_STATE = True``; it is made with
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import enum
 import random
 import sys
 from typing import Any
@@ -89,6 +90,8 @@ def _encode(value: Any, depth: int) -> Any:
     if type(value) is random.Random:
         return {"$random": _encode(value.getstate(), depth + 1)}
     cls = type(value)
+    if isinstance(value, enum.Enum) and cls.__module__.split(".")[0] == "evolve":
+        return {"$enum": f"{cls.__module__}:{cls.__qualname__}", "name": value.name}
     if _allowed_class(cls):
         fields = _attributes(value)
         return {"$object": f"{cls.__module__}:{cls.__qualname__}",
@@ -115,7 +118,9 @@ def _allowed_class(cls: type) -> bool:
             and (dataclasses.is_dataclass(cls) or getattr(cls, "CHECKPOINT_STATE", False) is True))
 
 
-def _resolve_class(name: object) -> type:
+def _resolve_class(name: object, allowed: Any = None) -> type:
+    """The class a tag names, if it is one of evolve's already-imported classes that
+    ``allowed`` accepts (default: a checkpointable object's class)."""
     if not isinstance(name, str) or name.count(":") != 1:
         raise StateError(f"bad object tag {str(name)[:60]!r}")
     module_name, qualname = name.split(":")
@@ -125,9 +130,14 @@ def _resolve_class(name: object) -> type:
     found: Any = module
     for part in qualname.split("."):
         found = getattr(found, part, None)
-    if not isinstance(found, type) or found.__module__ != module_name or not _allowed_class(found):
+    if not isinstance(found, type) or found.__module__ != module_name \
+            or not (allowed or _allowed_class)(found):
         raise StateError(f"class {name[:80]!r} may not be restored from a checkpoint")
     return found
+
+
+def _is_enum(cls: type) -> bool:
+    return issubclass(cls, enum.Enum)
 
 
 def _decode(data: Any, depth: int) -> Any:
@@ -178,6 +188,12 @@ def _decode(data: Any, depth: int) -> Any:
         except (TypeError, ValueError) as exc:
             raise StateError(f"bad random state ({exc})") from None
         return rng
+    if tag == "$enum":
+        kind: Any = _resolve_class(body, _is_enum)
+        member = kind.__members__.get(data.get("name")) if isinstance(data.get("name"), str) else None
+        if member is None:
+            raise StateError(f"{body}: no member {str(data.get('name'))[:40]!r}")
+        return member
     if tag == "$object":
         cls = _resolve_class(body)
         fields = data.get("fields")

@@ -109,8 +109,12 @@ class Algorithm(Protocol):
 
 
 def minimize(algorithm: Algorithm, termination: Budget, *, emit: EventSink | None = None,
-             on_generation: Callable[[Algorithm], None] | None = None) -> SearchResult:
-    """Run ``algorithm`` until ``termination`` says stop; continues a restored one."""
+             on_generation: Callable[[Algorithm], None] | None = None,
+             on_stop: Callable[[Algorithm], None] | None = None) -> SearchResult:
+    """Run ``algorithm`` until ``termination`` says stop; continues a restored one.
+
+    ``on_generation`` is called after every generation, ``on_stop`` once after the last
+    (before the stop event), both while the state is consistent."""
     hook = on_generation or (lambda algorithm: None)
     clock = time.perf_counter() - algorithm.seconds
     if algorithm.generation < 0:
@@ -121,6 +125,8 @@ def minimize(algorithm: Algorithm, termination: Budget, *, emit: EventSink | Non
         algorithm.step()
         algorithm.seconds = time.perf_counter() - clock
         hook(algorithm)
+    if on_stop is not None:
+        on_stop(algorithm)
     if emit is not None:
         emit({"event": "stop", "generation": algorithm.generation, "reason": reason})
     return algorithm.result(reason)

@@ -8,11 +8,11 @@ used from their own modules (``decode``, ``kernels``, ``instance``).
 from evolve.problems.rcpsp.bench import run_psplib_benchmark
 from evolve.problems.rcpsp.check import schedule_violations
 from evolve.problems.rcpsp.instance import RcpspInstance, critical_path_bound, load_instance
-from evolve.problems.rcpsp.search import LEGACY, BiPopulationGA, GaParams, RcpspResult, solve
+from evolve.problems.rcpsp.search import BiPopulationGA, Crossover, GaParams, RcpspResult, solve
 
 __all__ = [
-    "LEGACY",
     "BiPopulationGA",
+    "Crossover",
     "GaParams",
     "RcpspInstance",
     "RcpspResult",

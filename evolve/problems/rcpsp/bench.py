@@ -134,7 +134,7 @@ class GridResult:
             "protocol": {"counting": COUNT_RULE, "early_stop": STOP_RULE,
                          "published": PUBLISHED_SOURCE, "seconds": "search only, kernels loaded first"},
             "wall_seconds": self.wall_seconds,
-            "params": asdict(self.params),
+            "params": {**asdict(self.params), "crossover": self.params.crossover.name.lower()},
             "rows": [asdict(r) for r in self.rows],
             "runs": [asdict(r) for r in self.runs],
             "records": [asdict(r) for r in self.records],

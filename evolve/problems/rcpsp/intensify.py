@@ -13,13 +13,13 @@ import numpy as np
 from numba import njit
 
 from evolve.problems.rcpsp.kernels import BIG, _bp_decode, _bp_mirror
-from evolve.problems.rcpsp.lists import _crossover, _rbrs_list, _shift_mutation
+from evolve.problems.rcpsp.lists import _rbrs_list, _shift_mutation
 
 _BIG = BIG
 
 
 @njit(cache=True)  # type: ignore[misc]
-def _bp_restart(rng, pb0, pb1, prio, alpha, avail, budget, pop_l, pop_s, pop_ms, first, near, moves, mix):  # type: ignore[no-untyped-def]
+def _bp_restart(rng, pb0, pb1, prio, alpha, avail, budget, pop_l, pop_s, pop_ms, first, near, moves):  # type: ignore[no-untyped-def]
     """Partial restart of both worlds from slot ``first`` on.
 
     A share ``near`` of the new individuals are neighbours of the kept elite
@@ -34,7 +34,6 @@ def _bp_restart(rng, pb0, pb1, prio, alpha, avail, budget, pop_l, pop_s, pop_ms,
     npop = pop_l.shape[1]
     n = pop_l.shape[2]
     lst = np.empty(n, dtype=np.int64)
-    tmp = np.empty(n, dtype=np.int64)
     used = 0
     nel = 0
     while nel < first and pop_ms[1, nel] < _BIG:
@@ -45,12 +44,8 @@ def _bp_restart(rng, pb0, pb1, prio, alpha, avail, budget, pop_l, pop_s, pop_ms,
             continue
         if nel > 0 and rng.random() < near:
             e = rng.integers(0, nel)
-            if rng.random() < mix:
-                _rbrs_list(rng, pb0, prio, alpha, tmp)
-                _crossover(rng, pop_l[1, e], tmp, lst)
-            else:
-                for k in range(n):
-                    lst[k] = pop_l[1, e, k]
+            for k in range(n):
+                lst[k] = pop_l[1, e, k]
             for _ in range(moves):
                 _shift_mutation(rng, pb0, lst)
         else:

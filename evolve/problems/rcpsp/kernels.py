@@ -11,6 +11,8 @@ comes only from the ``numpy.random.Generator`` passed in.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -20,15 +22,7 @@ from evolve.problems.rcpsp.decode import (
     serial_kernel,
     sort_by_finish,
 )
-from evolve.problems.rcpsp.lists import (
-    _crossover,
-    _crossover_block,
-    _crossover_keys,
-    _crossover_uniform,
-    _peak_crossover,
-    _rbrs_list,
-    _shift_mutation,
-)
+from evolve.problems.rcpsp.lists import _crossover, _crossover_block, _rbrs_list, _shift_mutation
 
 #: Makespan of an empty slot: larger than any real schedule.
 BIG = np.int64(1) << 40
@@ -66,11 +60,9 @@ def _select_mate(rng, pop_l, pop_ms, npop, size, m, pool):  # type: ignore[no-un
     Two parents with nearly the same list give a child that is one of them, decoded
     again; preferring the most different of a few good mates keeps the crossover
     recombining. Distinct lists cost nothing to find: no schedule is decoded."""
-    d = _select(rng, pop_ms, npop, size)
     if pool <= 1:
-        return d
-    # with a pool, that first draw is not a candidate: it only keeps the random stream
-    # of the published figures (two integers a child; dropping it changes every result)
+        return _select(rng, pop_ms, npop, size)
+    d = 0
     n = pop_l.shape[1]
     far = -1
     for _ in range(pool):
@@ -241,61 +233,57 @@ def _bp_init(rng, pb0, pb1, prio, alpha, avail, budget, pop_l, pop_s, pop_ms, fi
     return _bp_mirror(pb1, avail, budget, used, pop_l, pop_s, pop_ms, first)
 
 
+class GenerationParams(NamedTuple):
+    """The settings of one generation step, as one typed record (numba passes a named
+    tuple as one argument): :meth:`BiPopulationGA.step` builds it from
+    :class:`~evolve.problems.rcpsp.search.GaParams` and the current adaptive share."""
+
+    mut_rate: float  #: per-move probability of each of the ``mut_moves`` shift moves
+    mut_moves: int
+    tour_father: int  #: tournament sizes of the two parents
+    tour_mother: int
+    mate_pool: int  #: the mother is the most different of this many tournament winners
+    crossover: int  #: a :class:`~evolve.problems.rcpsp.search.Crossover` value
+    par_rate: float  #: share of children decoded by the parallel SGS
+    polish: int  #: extra FBI on children within this of the best (``POLISH_OFF``: none)
+    child_frac: float  #: children per generation, as a fraction of the population
+    tiebreak: bool  #: among equal makespans prefer the smaller sum of starts
+    distinct: int  #: a survivor differs from every better one in at least this many starts
+
+
+#: ``GenerationParams.polish`` that turns polishing off.
+POLISH_OFF = -1000
+#: ``GenerationParams.crossover`` values (the names are
+#: :class:`~evolve.problems.rcpsp.search.Crossover`'s).
+TWO_POINT = 0
+BLOCK = 1
+
+
 @njit(cache=True)  # type: ignore[misc]
-def _bp_generation(  # type: ignore[no-untyped-def]
-    rng,
-    pb_tgt,
-    avail,
-    budget,
-    src_l,
-    src_s,
-    src_ms,
-    tgt_l,
-    tgt_s,
-    tgt_ms,
-    weights,
-    mut_rate,
-    mut_moves,
-    peak_rate,
-    peak_min,
-    peak_max,
-    tour_f,
-    tour_m,
-    tiebreak,
-    par_rate,
-    elite_rate,
-    xover,
-    polish,
-    child_frac,
-    sgs_stats,
-    mate_pool,
-    distinct,
-    polish_early,
-    ex_l,
-    ex_s,
-    ex_ms,
-    src,
-):
+def _bp_generation(rng, pb_tgt, avail, budget, src_pop, tgt_pop, spare, src, weights, sgs_stats, kp):  # type: ignore[no-untyped-def]
     """Children of the source population, decoded in the target world (one
     schedule each), compete with the target population.
 
-    ``sgs_stats`` counts, per decoder and per crossover, the children tried and
-    those that beat the target population's median: ``[serial tried, serial won,
-    parallel tried, parallel won, other crossover tried, won, peak crossover
-    tried, won]`` (what the adaptive mixes learn from).
+    ``src_pop`` and ``tgt_pop`` are ``(lists, starts, makespans)`` of the two worlds, ``kp``
+    the :class:`GenerationParams`. ``sgs_stats`` counts, per decoder, the children tried and
+    those that beat the target population's median: ``[serial tried, serial won, parallel
+    tried, parallel won]`` (what the adaptive serial/parallel mix learns from).
 
-    ``ex_l``/``ex_s``/``ex_ms`` (indexed by world, ``src`` the source's index) hold the
+    ``spare`` = ``(ex_l, ex_s, ex_ms)`` (indexed by world, ``src`` the source's index) holds the
     schedules recycled from polishing: each backward pass of a polished child is a
     schedule of the source world, already paid for, so the best of them are kept in
     ``ex_*[src]`` and compete in that world's next survival, and those of the previous
     generation (``ex_*[1 - src]``) compete in this one beside the children."""
+    src_l, _src_s, src_ms = src_pop
+    tgt_l, tgt_s, tgt_ms = tgt_pop
+    ex_l, ex_s, ex_ms = spare
     npop, n = src_l.shape
     nsrc = 0
     while nsrc < npop and src_ms[nsrc] < _BIG:
         nsrc += 1
     if nsrc == 0:
         return 0
-    nch = max(1, min(int(npop * child_frac + 0.5), budget))
+    nch = max(1, min(int(npop * kp.child_frac + 0.5), budget))
     nex = ex_ms.shape[1]
     ch_l = np.empty((nch + nex, n), dtype=np.int64)
     ch_s = np.empty((nch + nex, n), dtype=np.int64)
@@ -312,43 +300,29 @@ def _bp_generation(  # type: ignore[no-untyped-def]
     for c in range(nch):
         if used >= budget:
             break
-        m = _select(rng, src_ms, nsrc, tour_f)
-        d = _select_mate(rng, src_l, src_ms, nsrc, tour_m, m, mate_pool)
-        op = 0
-        if rng.random() < elite_rate:
-            # intensify: a mutant of the best individual (population is sorted)
-            for k in range(n):
-                child[k] = src_l[0, k]
-            _shift_mutation(rng, pb_tgt, child)
-        elif rng.random() < peak_rate:
-            op = 1
-            _peak_crossover(rng, pb_tgt, src_s[m], src_ms[m], src_s[d], src_ms[d], peak_min, peak_max, child)
-        elif xover == 1:
-            _crossover_uniform(rng, src_l[m], src_l[d], child)
-        elif xover == 2:
-            _crossover_keys(rng, pb_tgt, src_l[m], src_l[d], child)
-        elif xover == 3:
+        m = _select(rng, src_ms, nsrc, kp.tour_father)
+        d = _select_mate(rng, src_l, src_ms, nsrc, kp.tour_mother, m, kp.mate_pool)
+        if kp.crossover == BLOCK:
             _crossover_block(rng, pb_tgt, src_l[m], src_l[d], child)
         else:
             _crossover(rng, src_l[m], src_l[d], child)
-        for _ in range(mut_moves):
-            if rng.random() < mut_rate:
+        for _ in range(kp.mut_moves):
+            if rng.random() < kp.mut_rate:
                 _shift_mutation(rng, pb_tgt, child)
-        par = rng.random() < par_rate
+        par = rng.random() < kp.par_rate
         ch_ms[c] = _bp_decode(pb_tgt, child, par, avail, ch_s[c], ch_l[c])
         used += 1
         sgs_stats[2 * par] += 1.0
-        sgs_stats[4 + 2 * op] += 1.0
         if ch_ms[c] < tgt_ms[npop // 2]:
             sgs_stats[2 * par + 1] += 1.0
-            sgs_stats[5 + 2 * op] += 1.0
-        if polish > -1000 and ch_ms[c] <= tgt_ms[0] + polish:
+        if kp.polish > POLISH_OFF and ch_ms[c] <= tgt_ms[0] + kp.polish:
             # promising child: justify it back and forth while that helps
-            # (Tormos & Lova: spend extra passes only where they pay)
+            # (Tormos & Lova: spend extra passes only where they pay), and stop as soon as
+            # a backward pass does not shorten it
             while used + 2 <= budget:
                 back = _bp_decode(pb_src, ch_l[c], False, avail, tmp_s, tmp_l)
                 _keep_better(out_l, out_s, out_ms, tmp_l, tmp_s, back)
-                if polish_early and back >= ch_ms[c]:
+                if back >= ch_ms[c]:
                     used += 1
                     break
                 ms2 = _bp_decode(pb_tgt, tmp_l, False, avail, new_s, new_l)
@@ -362,7 +336,7 @@ def _bp_generation(  # type: ignore[no-untyped-def]
     for q in range(nex):
         ch_l[nch + q], ch_s[nch + q], ch_ms[nch + q] = ex_l[tgt, q], ex_s[tgt, q], ex_ms[tgt, q]
         ex_ms[tgt, q] = _BIG
-    _survive(tgt_l, tgt_s, tgt_ms, ch_l, ch_s, ch_ms, weights, tiebreak, distinct)
+    _survive(tgt_l, tgt_s, tgt_ms, ch_l, ch_s, ch_ms, weights, kp.tiebreak, kp.distinct)
     return used
 
 

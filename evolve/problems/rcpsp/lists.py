@@ -1,6 +1,6 @@
 """Numba kernels that build precedence-feasible activity lists for the genetic search
-(see :mod:`evolve.problems.rcpsp.search`): regret-biased sampling, the crossovers (two-point,
-block, uniform, random-key, peak) and the shift mutation.
+(see :mod:`evolve.problems.rcpsp.search`): regret-biased sampling, the two crossovers (two-point
+and block) and the shift mutation.
 
 Kept apart from :mod:`evolve.problems.rcpsp.kernels`, which selects, decodes and keeps
 individuals with them. ``pb`` (problem) is the instance as the tuple ``(dur, dem, cap,
@@ -176,117 +176,6 @@ def _put_block(out, k, dad, q1, q2, pend, npend):  # type: ignore[no-untyped-def
         out[k] = pend[t]
         k += 1
     return k
-
-
-@njit(cache=True)  # type: ignore[misc]
-def _crossover_uniform(rng, mom, dad, out):  # type: ignore[no-untyped-def]
-    """Hartmann's uniform crossover: each position takes the next unused
-    activity of a randomly chosen parent. Keeps precedence feasibility."""
-    n = mom.shape[0]
-    taken = np.zeros(n, dtype=np.bool_)
-    im = 0
-    idd = 0
-    for k in range(n):
-        if rng.random() < 0.5:
-            while taken[mom[im]]:
-                im += 1
-            a = mom[im]
-        else:
-            while taken[dad[idd]]:
-                idd += 1
-            a = dad[idd]
-        out[k] = a
-        taken[a] = True
-
-
-@njit(cache=True)  # type: ignore[misc]
-def _crossover_keys(rng, pb, mom, dad, out):  # type: ignore[no-untyped-def]
-    """Random-key two-point crossover over activity numbers: activities
-    q1..q2-1 take dad's list position as priority, the others mom's."""
-    n = mom.shape[0]
-    key = np.empty(n, dtype=np.float64)
-    for k in range(n):
-        key[mom[k]] = k
-    q1, q2 = _cut_points(rng, n)
-    for k in range(n):
-        a = dad[k]
-        if q1 <= a < q2:
-            key[a] = k
-    _keys_to_list(pb, key, out)
-
-
-@njit(cache=True)  # type: ignore[misc]
-def _keys_to_list(pb, key, out):  # type: ignore[no-untyped-def]
-    """Precedence-feasible list from priority keys: repeatedly take the
-    eligible activity with the smallest key (ties: smallest index)."""
-    dur, _dem, _cap, pred_ptr, _pred_idx, succ_ptr, succ_idx = pb
-    n = dur.shape[0]
-    left = np.empty(n, dtype=np.int64)
-    elig = np.empty(n, dtype=np.int64)
-    ne = 0
-    for j in range(n):
-        left[j] = pred_ptr[j + 1] - pred_ptr[j]
-        if left[j] == 0:
-            elig[ne] = j
-            ne += 1
-    for k in range(n):
-        b = 0
-        for e in range(1, ne):
-            a = elig[e]
-            if key[a] < key[elig[b]] or (key[a] == key[elig[b]] and a < elig[b]):
-                b = e
-        ne = _take(elig, ne, b, left, succ_ptr, succ_idx, out, k)
-
-
-@njit(cache=True)  # type: ignore[misc]
-def _peak_crossover(rng, pb, f_s, f_ms, m_s, m_ms, min_frac, max_frac, out):  # type: ignore[no-untyped-def]
-    """Peak crossover (after Valls et al. 2008 and Debels & Vanhoucke 2007).
-
-    Parents are schedules of the other world; keys are their mirrored start
-    times, i.e. start times in the world of ``pb`` where the child is decoded.
-    The child inherits the father's order for the activities inside the time
-    window of highest resource utilisation (the part of a schedule that is
-    hardest to get right and that the father did well), and the mother's
-    order for the rest, placed before or after the window as in the mother.
-    """
-    dur, dem, cap, _pred_ptr, _pred_idx, _succ_ptr, _succ_idx = pb
-    n = dur.shape[0]
-    nres = cap.shape[0]
-    util = np.zeros(f_ms + 1, dtype=np.float64)
-    for j in range(n):
-        a = f_ms - f_s[j] - dur[j]
-        w = 0.0
-        for r in range(nres):
-            w += dem[j, r] / cap[r]
-        for t in range(a, a + dur[j]):
-            util[t] += w
-    lo = max(1, int(min_frac * f_ms))
-    hi = max(lo, int(max_frac * f_ms))
-    L = rng.integers(lo, hi + 1)
-    if f_ms < L:
-        L = f_ms
-    acc = 0.0
-    for t in range(L):
-        acc += util[t]
-    best = acc
-    t1 = 0
-    for t in range(L, f_ms):
-        acc += util[t] - util[t - L]
-        if acc > best:
-            best = acc
-            t1 = t - L + 1
-    key = np.empty(n, dtype=np.float64)
-    big = 4.0 * (f_ms + m_ms + 1)
-    for j in range(n):
-        fm = f_ms - f_s[j] - dur[j]
-        mm = m_ms - m_s[j] - dur[j]
-        if t1 <= fm < t1 + L:
-            key[j] = fm
-        elif mm < t1:
-            key[j] = mm - big
-        else:
-            key[j] = mm + big
-    _keys_to_list(pb, key, out)
 
 
 @njit(cache=True)  # type: ignore[misc]

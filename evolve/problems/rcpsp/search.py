@@ -41,15 +41,23 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from enum import IntEnum
 
 import numpy as np
 
 from evolve.problems.rcpsp.decode import new_profile, reset_profile, serial_kernel, sort_by_start
-from evolve.problems.rcpsp.decompose import decompose
 from evolve.problems.rcpsp.instance import IntArray, RcpspInstance, latest_finishes
 from evolve.problems.rcpsp.instance import lower_bound as instance_bound
 from evolve.problems.rcpsp.intensify import _bp_restart
-from evolve.problems.rcpsp.kernels import BIG, _bp_generation, _bp_init
+from evolve.problems.rcpsp.kernels import (
+    BIG,
+    BLOCK,
+    POLISH_OFF,
+    TWO_POINT,
+    GenerationParams,
+    _bp_generation,
+    _bp_init,
+)
 from evolve.problems.rcpsp.lists import _rbrs_list
 
 _BIG = BIG
@@ -58,9 +66,21 @@ _BIG = BIG
 Problem = tuple[IntArray, IntArray, IntArray, IntArray, IntArray, IntArray, IntArray]
 
 
+class Crossover(IntEnum):
+    """How a child's list is made from its two parents' (:mod:`evolve.problems.rcpsp.lists`)."""
+
+    #: Hartmann's two-point crossover: the mother's head and tail, the father's order between
+    TWO_POINT = TWO_POINT
+    #: a run of the father's list (a stretch of his schedule) cut whole into the mother's order;
+    #: beat two-point on j30, j60 and j120 at 1,000, 5,000 and 50,000 schedules
+    BLOCK = BLOCK
+
+
 @dataclass(frozen=True)
 class GaParams:
-    """Tunable GA settings; the defaults are what the PSPLIB runs use."""
+    """Tunable GA settings; the defaults are what the PSPLIB runs use (each was measured against
+    its alternatives on PSPLIB; the experiments that lost are listed in docs/psplib-seeds.md).
+    :mod:`evolve.defaults` names this class as the home of these defaults."""
 
     pop_size: int | None = None  #: None: chosen from the schedule budget
     #: per-child probability of each shift move (None: 0.25 up to 10,000 schedules, 0.5
@@ -74,10 +94,7 @@ class GaParams:
     #: where a flatter bias gave more diverse restarts, else 2)
     rbrs_alpha: float | None = None
     pop_scale: float = 0.55  #: see :func:`default_pop_size`
-    peak_rate: float = 0.0  #: share of children made by peak crossover (bpga)
-    peak_min: float = 0.1  #: peak window length range, as fractions of the makespan
-    peak_max: float = 0.5
-    tournament_father: int = 2  #: tournament sizes for the two parents (bpga)
+    tournament_father: int = 2  #: tournament sizes for the two parents
     tournament_mother: int = 2
     #: the second parent is the most different (by list positions) of this many
     #: tournament winners (<= 1: a plain tournament)
@@ -87,51 +104,26 @@ class GaParams:
     #: crowd out the rest of the population in long runs
     distinct: float = 1 / 6
     tiebreak: bool = True  #: among equal makespans prefer the smaller sum of starts
-    parallel_rate: float = 0.3  #: share of children decoded by the parallel SGS (bpga)
-    #: adapt that share each generation to how often each SGS's children beat the median
-    #: (bounded to ``sgs_floor .. 1 - sgs_floor``; the counts decay by ``sgs_decay`` per generation);
-    #: won on j30, j60 and j120 at 1,000 and 5,000 schedules (see :data:`LEGACY` for the old mix)
-    sgs_adapt: bool = True
+    #: share of children decoded by the parallel SGS at the start; after each generation it
+    #: follows how often each SGS's children beat the median (bounded to ``sgs_floor ..
+    #: 1 - sgs_floor``; the counts decay by ``sgs_decay`` per generation)
+    parallel_rate: float = 0.3
     sgs_floor: float = 0.1
     sgs_decay: float = 0.9
-    #: adapt the share of peak crossovers the same way (from at least ``sgs_floor``)
-    peak_adapt: bool = False
-    elite_rate: float = 0.0  #: share of children that are mutants of the best (bpga)
-    #: 0 two-point, 1 uniform, 2 random-key two-point, 3 block (bpga; see ``_crossover_block``:
-    #: beat two-point on j30, j60 and j120 samples at 1,000 and 5,000 schedules)
-    crossover: int = 3
-    #: extra FBI on children within this of the best (<= -1000: off; None: off
-    #: up to 40 activities, else 3 up to 10,000 schedules and 10 beyond or
-    #: with only a time budget, as tuned on PSPLIB)
+    crossover: Crossover = Crossover.BLOCK
+    #: extra FBI on children within this of the best, ended as soon as a backward pass does
+    #: not shorten the child (<= -1000: off; None: off up to 40 activities, else 3 up to
+    #: 10,000 schedules and 10 beyond or with only a time budget, as tuned on PSPLIB)
     polish_slack: int | None = None
-    #: stop polishing as soon as a backward pass does not shorten the child (one schedule
-    #: saved on every polish; the forward pass after such a backward one shortened the
-    #: child in 5 % of the passes on j120 at 50,000 schedules)
-    polish_early: bool = True
     #: the backward passes of polishing are schedules of the source world, already counted;
     #: the best of them, up to this share of the population, are kept and compete in that
-    #: world's next survival (0: thrown away, as before)
+    #: world's next survival (0: thrown away)
     recycle: float = 1.0
     children: float = 1.0  #: children per generation, as a fraction of the population
     #: share of restarted individuals that are neighbours of the elite
     #: (None: none up to 40 activities, where fresh samples did better, else all)
     restart_near: float | None = None
     restart_moves: int = 4  #: shift moves that make such a neighbour
-    restart_mix: float = 0.0  #: share of neighbours crossed with a fresh sample first
-    #: share of a schedule budget spent decomposing the best schedule (0: off; see
-    #: :mod:`evolve.problems.rcpsp.decompose`), in ``decompose_runs`` runs spread evenly
-    #: over the budget, each on a block of ``decompose_block`` of the activities
-    decompose_share: float = 0.0
-    decompose_runs: int = 2
-    decompose_block: float = 0.5
-
-
-LEGACY = GaParams(sgs_adapt=False, mate_pool=1, distinct=0.0, polish_early=False, mutation_rate=0.5,
-                  recycle=0.0, crossover=0)
-"""The settings before the adaptive SGS mix (a fixed 30 % parallel SGS), the choice of a
-dissimilar mate, the survival of distinct schedules only, the early end of polishing, the
-lighter mutation of short runs, the recycling of polishing passes and the block crossover:
-they reproduce the figures measured before them (e.g. j120 at 1,000 schedules, seed 3: 33.92)."""
 
 
 @dataclass(frozen=True)
@@ -179,7 +171,7 @@ def _resolve(p: GaParams, n: int, budget: int) -> GaParams:
     alpha = p.rbrs_alpha if p.rbrs_alpha is not None else (1.0 if n <= 40 else 2.0)
     near = p.restart_near if p.restart_near is not None else (0.0 if n <= 40 else 1.0)
     # polishing hurts j30 and helps j60/j120, more so with more budget
-    polish = p.polish_slack if p.polish_slack is not None else (-1000 if n <= 40 else 3 if short else 10)
+    polish = p.polish_slack if p.polish_slack is not None else (POLISH_OFF if n <= 40 else 3 if short else 10)
     mutation = p.mutation_rate if p.mutation_rate is not None else (0.25 if short else 0.5)
     return replace(p, rbrs_alpha=alpha, restart_near=near, polish_slack=polish, mutation_rate=mutation)
 
@@ -233,7 +225,6 @@ class BiPopulationGA:
         # one schedule is kept for the final decode that makes list and schedule agree
         self.budget = schedules - 1 if schedules is not None else 1 << 62
         p = _resolve(params or GaParams(), inst.n, self.budget)
-        self.sub_params = replace(params or GaParams(), decompose_share=0.0)
         self.inst = inst
         self.params = p
         self.lb = instance_bound(inst) if lower_bound is None else lower_bound
@@ -250,17 +241,12 @@ class BiPopulationGA:
         self.src = 1
         self.generation = 0
         self.par_rate = p.parallel_rate
-        self.peak_rate = max(p.peak_rate, p.sgs_floor) if p.peak_adapt else p.peak_rate
-        self.sgs_stats = np.zeros(8, dtype=np.float64)
+        self.sgs_stats = np.zeros(4, dtype=np.float64)
         # polishing by-products per world, waiting for that world's next survival
         spare = round(p.recycle * self.npop)
         self.spare_l = np.empty((2, spare, n), dtype=np.int64)
         self.spare_s = np.empty((2, spare, n), dtype=np.int64)
         self.spare_ms = np.full((2, spare), _BIG, dtype=np.int64)
-        # schedule counts at which to decompose (only under a schedule budget)
-        runs = p.decompose_runs if p.decompose_share > 0 and schedules is not None else 0
-        self.marks = [self.budget * (i + 1) // (runs + 1) for i in range(runs)]
-        self.decompose_budget = int(p.decompose_share * self.budget / max(1, runs))
         avail = self.profile()
         if self.budget == 0:
             lst = np.empty(n, dtype=np.int64)
@@ -310,28 +296,20 @@ class BiPopulationGA:
         avail = self.profile()
         src, tgt = self.src, 1 - self.src
         left = self.budget - self.used
-        if self.marks and self.used >= self.marks[0]:
-            self.marks.pop(0)
-            self.used += decompose(self, BiPopulationGA, self.sub_params, p.decompose_block,
-                                   min(left, self.decompose_budget))
-        elif self.stale >= p.restart_after:
+        if self.stale >= p.restart_after:
             keep = max(1, int(self.npop * p.keep_on_restart))
             self.used += int(_bp_restart(
                 self.rng, inst.arrays, self.mirror(), self.prio, p.rbrs_alpha, avail, left,
-                pop_l, pop_s, pop_ms, keep, p.restart_near, p.restart_moves, p.restart_mix))
+                pop_l, pop_s, pop_ms, keep, p.restart_near, p.restart_moves))
             self.stale = 0
         else:
             self.used += int(_bp_generation(
                 self.rng, inst.arrays if tgt == 0 else self.mirror(), avail, left,
-                pop_l[src], pop_s[src], pop_ms[src], pop_l[tgt], pop_s[tgt], pop_ms[tgt],
-                self.weights, p.mutation_rate, p.mutation_moves, self.peak_rate, p.peak_min, p.peak_max,
-                p.tournament_father, p.tournament_mother, p.tiebreak, self.par_rate, p.elite_rate,
-                p.crossover, p.polish_slack, p.children, self.sgs_stats, p.mate_pool,
-                max(1, round(p.distinct * inst.n)), p.polish_early,
-                self.spare_l, self.spare_s, self.spare_ms, src))
+                (pop_l[src], pop_s[src], pop_ms[src]), (pop_l[tgt], pop_s[tgt], pop_ms[tgt]),
+                (self.spare_l, self.spare_s, self.spare_ms), src, self.weights, self.sgs_stats,
+                self.kernel_params()))
             self.src = tgt
-            if p.sgs_adapt or p.peak_adapt:
-                self.adapt_sgs()
+            self.adapt_sgs()
         self.generation += 1
         ms, w, b = self.best()
         if ms < self.best_ms:
@@ -341,19 +319,25 @@ class BiPopulationGA:
         else:
             self.stale += 1
 
+    def kernel_params(self) -> GenerationParams:
+        """This generation's settings as the kernel's typed record."""
+        p = self.params
+        assert p.mutation_rate is not None and p.polish_slack is not None  # filled by _resolve
+        return GenerationParams(
+            mut_rate=float(p.mutation_rate), mut_moves=int(p.mutation_moves),
+            tour_father=int(p.tournament_father), tour_mother=int(p.tournament_mother),
+            mate_pool=int(p.mate_pool), crossover=int(p.crossover), par_rate=float(self.par_rate),
+            polish=int(p.polish_slack), child_frac=float(p.children), tiebreak=bool(p.tiebreak),
+            distinct=max(1, round(p.distinct * self.inst.n)))
+
     def adapt_sgs(self) -> None:
         """Share of parallel-SGS children in proportion to each decoder's recent success
         rate (Laplace-smoothed), so instances where non-delay schedules pay get more of them."""
         p, st = self.params, self.sgs_stats
         lo, hi = p.sgs_floor, 1.0 - p.sgs_floor
-        if p.sgs_adapt:
-            serial = (st[1] + 1.0) / (st[0] + 2.0)
-            parallel = (st[3] + 1.0) / (st[2] + 2.0)
-            self.par_rate = float(min(hi, max(lo, parallel / (serial + parallel))))
-        if p.peak_adapt:
-            other = (st[5] + 1.0) / (st[4] + 2.0)
-            peak = (st[7] + 1.0) / (st[6] + 2.0)
-            self.peak_rate = float(min(hi, max(lo, peak / (other + peak))))
+        serial = (st[1] + 1.0) / (st[0] + 2.0)
+        parallel = (st[3] + 1.0) / (st[2] + 2.0)
+        self.par_rate = float(min(hi, max(lo, parallel / (serial + parallel))))
         st *= p.sgs_decay
 
     def result(self, seconds: float) -> RcpspResult:

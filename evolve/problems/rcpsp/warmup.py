@@ -17,9 +17,9 @@ from evolve.problems.rcpsp.search import GaParams, solve
 @functools.cache
 def warm_up() -> int:
     """Run the search once on a tiny project with settings that reach every kernel
-    (initial population, generations with polishing and peak crossover, a partial
-    restart, a decomposition, the final decode, the empty-budget path). Cached: the work happens once
-    per process. Returns the makespan found."""
+    (initial population, generations with polishing, a partial restart, the final decode,
+    the empty-budget path). Cached: the work happens once per process. Returns the
+    makespan found."""
     inst = from_arrays(
         "warm-up",
         durations=[0, 3, 2, 4, 1, 2, 3, 0],
@@ -30,7 +30,6 @@ def warm_up() -> int:
     solve(inst, schedules=1, seed=0)
     for n_small in (True, False):
         # both branches of the size-dependent defaults take the same argument types
-        p = GaParams(pop_size=6, restart_after=1, peak_rate=0.5, polish_slack=1000 if n_small else 3,
-                     sgs_adapt=n_small, decompose_share=0.5 if n_small else 0.0)
+        p = GaParams(pop_size=6, restart_after=1, polish_slack=1000 if n_small else 3)
         res = solve(inst, schedules=120, seed=0, params=p, lower_bound=0)
     return res.makespan
