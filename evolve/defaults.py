@@ -18,6 +18,9 @@ SEED = 0
 BACKEND = "loky"
 MAX_ATTEMPTS = 10
 """Tries to breed a child that is not a copy of a known plan."""
+OPERATOR = "random"
+"""How ``evolve run`` makes children (``--operator``): the random operators alone, or ``llm``, which
+asks a chat model for some of them."""
 
 # -- the tool-choice search (see evolve.search.toolchoice) ---------------------------------------
 CHOICE_EVALS = 1500
@@ -109,8 +112,12 @@ EXECUTE_JOURNAL_SYNC = "FULL"
 call it records is made (``NORMAL`` survives a killed process but not a lost machine)."""
 EXECUTE_DISPATCHERS = ("local", "dask")
 """Where tool calls run: threads of this process, or a Dask cluster (``--dispatcher``)."""
+EXECUTE_DISPATCHER = "local"
+"""``--dispatcher`` when none is named: tool calls run in threads of this process."""
 EXECUTE_REPLANNERS = ("search", "llm")
 """Who proposes a new plan (``--replanner``): the plan search, or the LLM operator."""
+EXECUTE_REPLANNER = "search"
+"""``--replanner`` when none is named: the plan search."""
 REPLAN_GENERATIONS = 12
 """Generations of the search that replans (its population and seed: the search's defaults and
 the run's seed plus the revision)."""
@@ -126,6 +133,12 @@ HTN_VALIDATE_STATES = 256
 HTN_FALLBACK_TEMPERATURE = 0.0
 """Sampling temperature of the LLM decomposition fallback: one answer per question, cacheable."""
 HTN_FALLBACK_MAX_TOKENS = 512
+HTN_FALLBACK = "none"
+"""Who decomposes a compound task no method applies to (``--htn-fallback``): nobody, or ``llm``."""
+
+# -- generated problems (evolve generate; see evolve.problems.synthetic) ---------------------------
+GENERATE_TOOLS = 60
+"""Tools in a generated problem (``evolve generate --tools``)."""
 
 RUNS_DIR = "runs"
 """Where new run folders go when no --out is given (``$EVOLVE_RUNS_DIR`` overrides it)."""
