@@ -1,5 +1,14 @@
 """Every default of evolve, in one place: the options, the API and the help texts all read these.
 
+A default is the value a setting takes when the command line or the caller gives none. Fixed
+bounds and layout are not settings and live beside the code that enforces them: the loader's
+limits in ``evolve/model/limits.py`` (file size, nesting, names, numbers), the bounds of an LLM
+reply in ``evolve/llm/reply.py`` and ``evolve/llm/htn.py``, the sizes of the hypothesis strategies
+for plugin tests in ``evolve/fitness/strategies.py``, the tool-choice search's fixed rounds and
+kick weight in ``evolve/search/toolchoice.py``, and the geometry of the report's pictures in
+``evolve/report/``. ``tests/test_cli_defaults.py`` checks that every default of the command line
+is one of these values.
+
 The module imports nothing from evolve, so every layer may read it.
 """
 
@@ -22,6 +31,11 @@ at least this long after the last checkpoint began (0: after every generation): 
 most about this much search, and a fast search does not spend most of its time writing its state."""
 MAX_ATTEMPTS = 10
 """Tries to breed a child that is not a copy of a known plan."""
+CROSSOVER_RATE = 0.3
+"""The plan GA's chance that a child starts as a crossover of two parents (then one mutation)."""
+OPERATOR = "random"
+"""How ``evolve run`` makes children (``--operator``): the random operators alone, or ``llm``, which
+asks a chat model for some of them."""
 
 # -- the tool-choice search (see evolve.search.toolchoice) ---------------------------------------
 CHOICE_EVALS = 1500
@@ -50,6 +64,18 @@ BENCH_JOBS = 1
 # -- evaluation -------------------------------------------------------------------------------
 MIN_PARALLEL_SECONDS = 0.05
 """In-process work per call above which the evaluator measures the pool too."""
+EVAL_AVERAGE_WEIGHT = 0.3
+"""Weight of the newest measurement in the evaluator's moving averages of in-process and pool
+time, so one noisy call does not flip its choice."""
+EVAL_KILL_GRACE = 5.0
+"""Seconds past ``--eval-timeout`` (times the plans of a call) before a call's workers are killed:
+the backstop for a hang the in-worker signal cannot interrupt."""
+
+# -- the plugin conformance check (evolve.fitness.testing.check_fitness) --------------------------
+CHECK_FITNESS_EXAMPLES = 60
+"""Generated (problem, plan) pairs ``check_fitness`` tries."""
+CHECK_FITNESS_WORKER_CASES = 20
+"""Of those, how many are scored again in a fresh worker process and compared."""
 
 # -- the LLM operator -------------------------------------------------------------------------
 LLM_SHARE = 0.5
@@ -62,6 +88,9 @@ LLM_MAX_TOKENS = 1024
 LLM_RESPONSE_FORMAT: Final[Literal["json_object"]] = "json_object"
 LLM_MAX_RETRIES = 3
 LLM_BACKOFF = 0.5
+"""Seconds before the first retry of a failed LLM call; each further retry waits twice as long..."""
+LLM_MAX_BACKOFF = 8.0
+"""...up to this many seconds (and never past the call's deadline)."""
 LLM_INSPIRATIONS = 2
 """Other good plans shown to the model beside the parent."""
 LLM_MODE: Final[Literal["auto"]] = "auto"
@@ -84,6 +113,8 @@ LLM_AUTO_PROBE = 4
 """``auto`` judges a model it cannot size by its first this many patch replies..."""
 LLM_AUTO_MIN_ACCEPTED = 0.5
 """...and switches to menu mode when fewer than this share of them were accepted."""
+LLM_SCHEMA_MAX_ADD = 4
+"""Tasks the patch schema sent to a constrained endpoint lets one reply add."""
 
 # -- the plan's condition language (see evolve.model.expression) ---------------------------------
 EXPRESSION_MAX_LENGTH = 2000
@@ -118,8 +149,12 @@ EXECUTE_JOURNAL_SYNC = "FULL"
 call it records is made (``NORMAL`` survives a killed process but not a lost machine)."""
 EXECUTE_DISPATCHERS = ("local", "dask")
 """Where tool calls run: threads of this process, or a Dask cluster (``--dispatcher``)."""
+EXECUTE_DISPATCHER = "local"
+"""``--dispatcher`` when none is named: tool calls run in threads of this process."""
 EXECUTE_REPLANNERS = ("search", "llm")
 """Who proposes a new plan (``--replanner``): the plan search, or the LLM operator."""
+EXECUTE_REPLANNER = "search"
+"""``--replanner`` when none is named: the plan search."""
 REPLAN_GENERATIONS = 12
 """Generations of the search that replans (its population and seed: the search's defaults and
 the run's seed plus the revision)."""
@@ -135,6 +170,16 @@ HTN_VALIDATE_STATES = 256
 HTN_FALLBACK_TEMPERATURE = 0.0
 """Sampling temperature of the LLM decomposition fallback: one answer per question, cacheable."""
 HTN_FALLBACK_MAX_TOKENS = 512
+HTN_FALLBACK = "none"
+"""Who decomposes a compound task no method applies to (``--htn-fallback``): nobody, or ``llm``."""
+
+# -- generated problems (evolve generate; see evolve.problems.synthetic) ---------------------------
+GENERATE_TOOLS = 60
+"""Tools in a generated problem (``evolve generate --tools``)."""
+
+# -- the terminal view (evolve show) ---------------------------------------------------------------
+SHOW_WIDTH = 100
+"""Line width of ``evolve show`` when neither ``--width`` nor a terminal gives one."""
 
 RUNS_DIR = "runs"
 """Where new run folders go when no --out is given (``$EVOLVE_RUNS_DIR`` overrides it)."""

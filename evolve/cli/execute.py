@@ -17,12 +17,12 @@ import click
 
 from evolve import defaults
 from evolve.cli.common import EXIT_NO, EXIT_OK, friendly, runs_root
+from evolve.cli.options import LlmSettings, llm_options
 from evolve.execute.dispatch import Clock, DaskDispatcher, Dispatcher, WallClock
 from evolve.execute.executor import ExecuteOptions
 from evolve.execute.replan import ProposerReplanner, Replanner, SearchReplanner
 from evolve.execute.session import DispatcherFactory, read_run, resume_run, start_run
 from evolve.execute.simulate import parse_fail_rates
-from evolve.llm.factory import make_llm_operator
 from evolve.model.errors import EvolveError
 from evolve.model.files import load_plan
 from evolve.problems import load_problem
@@ -188,7 +188,7 @@ def progress(as_json: bool) -> Any:
 @click.option(
     "--replanner",
     type=click.Choice(defaults.EXECUTE_REPLANNERS),
-    default="search",
+    default=defaults.EXECUTE_REPLANNER,
     show_default=True,
     help="Who proposes the new plan when the run replans.",
 )
@@ -199,13 +199,11 @@ def progress(as_json: bool) -> Any:
     show_default=True,
     help="Generations of the replanning search.",
 )
-@click.option("--llm-base-url", default=None, help="With --replanner llm: an OpenAI-compatible endpoint.")
-@click.option("--llm-model", default=None, help="With --replanner llm: the model name.")
 @click.option(
     "--dispatcher",
     "dispatcher_name",
     type=click.Choice(defaults.EXECUTE_DISPATCHERS),
-    default="local",
+    default=defaults.EXECUTE_DISPATCHER,
     show_default=True,
     help="Where tool calls run: threads of this process, or a Dask cluster.",
 )
@@ -225,6 +223,7 @@ def progress(as_json: bool) -> Any:
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @click.option("--json", "as_json", is_flag=True, help="Print outcome.json.")
 @friendly
+@llm_options("base_url", "model")
 def execute(
     plan_file: str | None,
     problem_file: str | None,
@@ -240,13 +239,12 @@ def execute(
     timeout: float,
     replanner: str,
     replan_generations: int,
-    llm_base_url: str | None,
-    llm_model: str | None,
     dispatcher_name: str,
     scheduler_address: str | None,
     journal_sync: str,
     no_report: bool,
     as_json: bool,
+    llm: LlmSettings,
 ) -> None:
     """Run PLAN_FILE (or continue a run with --resume DIR).
 
@@ -259,11 +257,7 @@ def execute(
     with ExitStack() as stack:
         proposer_replanner: Replanner
         if replanner == "llm":
-            if not llm_base_url or not llm_model:
-                raise click.UsageError("--replanner llm needs --llm-base-url and --llm-model")
-            proposer_replanner = ProposerReplanner(
-                stack.enter_context(make_llm_operator(llm_base_url, llm_model))
-            )
+            proposer_replanner = ProposerReplanner(stack.enter_context(llm.operator("--replanner llm")))
         else:
             proposer_replanner = SearchReplanner(generations=replan_generations)
         factory = stack.enter_context(dispatcher_for(dispatcher_name, scheduler_address))

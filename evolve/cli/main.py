@@ -11,6 +11,7 @@ import math
 import sys
 import time
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,10 @@ from evolve.cli.htn import COMMANDS as HTN_COMMANDS
 from evolve.cli.htn import FALLBACK_HELP as HTN_FALLBACK_HELP
 from evolve.cli.htn import FALLBACKS as HTN_FALLBACKS
 from evolve.cli.htn import htn_fallback_for
+from evolve.cli.options import LlmSettings, llm_options, search_options
 from evolve.cli.report import COMMANDS as REPORT_COMMANDS
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all, survey
-from evolve.llm.factory import make_llm_operator
-from evolve.llm.modes import MODES
-from evolve.llm.operator import RESPONSE_FORMATS, TOKEN_PARAMS
 from evolve.llm.usage import usage_line
 from evolve.model.errors import EvolveError, RunFailed
 from evolve.model.files import load_plan
@@ -41,12 +40,11 @@ from evolve.model.validate import plan_status, validate
 from evolve.problems import load_problem
 from evolve.problems.synthetic import generate_document, save_document
 from evolve.report import write_report
-from evolve.run.backends import BACKENDS
 from evolve.run.checkpoint import CHECKPOINT, checkpointed_generation
 from evolve.run.evaluator import capped_jobs
 from evolve.run.folder import new_run_dir, run_search
 from evolve.scheduling import Schedule, schedule
-from evolve.search.options import DEFAULTS, SearchOptions
+from evolve.search.options import SearchOptions
 
 
 @click.group()
@@ -55,19 +53,16 @@ def cli() -> None:
     """evolve: evolutionary search for the best plan (task graph) for a planning problem."""
 
 
+OPERATORS = ("random", "llm")
+"""``--operator``: how children are made."""
+
+
 def read_problem(path: str) -> Problem:
     return load_problem(path)
 
 
 @cli.command()
 @click.argument("problem_file", type=click.Path(dir_okay=False))
-@click.option("--generations", type=click.IntRange(min=0), default=DEFAULTS.generations, show_default=True)
-@click.option("--population", type=click.IntRange(min=2), default=DEFAULTS.population, show_default=True)
-@click.option("--keep", type=click.IntRange(min=1), default=DEFAULTS.keep, show_default=True,
-              help="How many of the best survive each generation.")
-@click.option("--seed", type=click.IntRange(min=0), default=DEFAULTS.seed, show_default=True)
-@click.option("--jobs", type=click.IntRange(min=1), default=None,
-              help="Worker processes (default: every core).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Run folder (default: a new folder under runs/).")
 @click.option("--fitness", "fitness_specs", multiple=True,
@@ -76,72 +71,22 @@ def read_problem(path: str) -> Problem:
                    f"Default: {', '.join(DEFAULT_OBJECTIVES)}.")
 @click.option("--weights", default=None,
               help="Comma-separated weights, one per --fitness: rank by a weighted sum instead.")
-@click.option("--backend", type=click.Choice(BACKENDS), default=DEFAULTS.backend, show_default=True,
-              help="joblib backend for parallel evaluation.")
-@click.option("--scheduler-address", default=None,
-              help="Address of a running Dask scheduler or Ray cluster (default: a local one).")
-@click.option("--eval-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds one evaluation may take; past it the candidate is scored as failed.")
-@click.option("--isolate/--no-isolate", default=None,
-              help="Run every evaluation in a worker process, so a crashing objective costs only its "
-                   "candidate (default: on when a plugin objective or --eval-timeout is used).")
-@click.option("--max-evaluations", type=click.IntRange(min=1), default=None,
-              help="Stop after this many evaluations (checked after each generation).")
-@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Stop after this much wall time (checked after each generation).")
-@click.option("--target", "targets", multiple=True, metavar="NAME=VALUE",
-              help="Stop once the best plan is feasible and reaches VALUE on objective NAME.")
-@click.option("--patience", type=click.IntRange(min=1), default=None,
-              help="Stop after this many generations without improvement.")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="Continue the run in this folder from its last checkpoint.")
-@click.option("--operator", type=click.Choice(["random", "llm"]), default="random", show_default=True,
+@click.option("--operator", type=click.Choice(OPERATORS), default=defaults.OPERATOR, show_default=True,
               help="How children are made: random structural operators, or also an LLM proposing patches.")
-@click.option("--htn-fallback", type=click.Choice(HTN_FALLBACKS), default="none", show_default=True,
-              help=HTN_FALLBACK_HELP)
-@click.option("--llm-base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")
-@click.option("--llm-model", default=None, help="Model name the endpoint serves.")
-@click.option("--llm-ratio", type=click.FloatRange(0, 1), default=defaults.LLM_SHARE, show_default=True,
-              help="Share of each generation's children made by the LLM (the rest: random operators).")
-@click.option("--llm-max-calls", type=click.IntRange(min=0), default=None,
-              help="At most this many LLM proposals in the run.")
-@click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds one whole LLM call may take, retries included "
-                   f"(default {defaults.LLM_TIMEOUT:g}).")
-@click.option("--llm-concurrency", type=click.IntRange(min=1), default=None,
-              help="LLM calls in flight at once (default 4).")
-@click.option("--llm-response-format", type=click.Choice(RESPONSE_FORMATS), default=None,
-              help="How JSON is asked for (default json_object).")
-@click.option("--llm-prompt-dir", type=click.Path(file_okay=False, exists=True), default=None,
-              help="Folder with system.txt and/or user.txt replacing the shipped prompt templates.")
-@click.option("--llm-cache-dir", type=click.Path(file_okay=False), default=None,
-              help="Where LLM replies are cached (default ~/.cache/evolve/llm).")
-@click.option("--llm-mode", type=click.Choice(MODES), default=defaults.LLM_MODE, show_default=True,
-              help="patch: the model writes plan patches; menu: it picks one of the engine's pre-scored "
-                   "edits; auto: menu for models known (by name) or measured to be small.")
-@click.option("--llm-menu-size", type=click.IntRange(min=2), default=defaults.LLM_MENU_SIZE,
-              show_default=True, help="Edits on each menu (menu mode).")
-@click.option("--llm-max-tokens", type=click.IntRange(min=1), default=defaults.LLM_MAX_TOKENS,
-              show_default=True, help="Completion limit of a call "
-                                      f"(menu replies get at most {defaults.LLM_MENU_MAX_TOKENS}).")
-@click.option("--llm-token-param", type=click.Choice(TOKEN_PARAMS), default=defaults.LLM_TOKEN_PARAM,
-              show_default=True, help="Request field of the completion limit (some models require "
-                                      "max_completion_tokens).")
+@click.option("--htn-fallback", type=click.Choice(HTN_FALLBACKS), default=defaults.HTN_FALLBACK,
+              show_default=True, help=HTN_FALLBACK_HELP)
 @click.option("--force", is_flag=True,
               help="Overwrite the run already in the --out folder (default: refuse).")
 @click.option("--no-report", is_flag=True, help="Do not write report.html at the end of the run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @friendly
-def run(problem_file: str, generations: int, population: int, keep: int, seed: int,
-        jobs: int | None, out_dir: str | None, fitness_specs: tuple[str, ...], weights: str | None,
-        backend: str, scheduler_address: str | None, eval_timeout: float | None,
-        isolate: bool | None, max_evaluations: int | None, max_seconds: float | None,
-        targets: tuple[str, ...], patience: int | None, resume_dir: str | None, operator: str,
-        htn_fallback: str,
-        llm_base_url: str | None, llm_model: str | None, llm_ratio: float, llm_max_calls: int | None,
-        llm_timeout: float | None, llm_concurrency: int | None, llm_response_format: str | None,
-        llm_prompt_dir: str | None, llm_cache_dir: str | None, llm_mode: str, llm_menu_size: int,
-        llm_max_tokens: int, llm_token_param: str, force: bool, no_report: bool, as_json: bool) -> None:
+@search_options
+@llm_options()
+def run(problem_file: str, options: SearchOptions, llm: LlmSettings, out_dir: str | None,
+        fitness_specs: tuple[str, ...], weights: str | None, resume_dir: str | None, operator: str,
+        htn_fallback: str, force: bool, no_report: bool, as_json: bool) -> None:
     """Search for the best plan for PROBLEM_FILE and write it to a run folder.
 
     A run writes a checkpoint after its first generation, then about once a second;
@@ -151,14 +96,10 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
     problem = read_problem(problem_file)
     if resume_dir is not None and out_dir is not None and Path(out_dir) != Path(resume_dir):
         raise click.BadParameter("--out and --resume name different folders", param_hint="--out")
-    jobs, cut = capped_jobs(jobs, cpu_count(), remote=scheduler_address is not None)
+    jobs, cut = capped_jobs(options.jobs, cpu_count(), remote=options.scheduler_address is not None)
     if cut is not None:
         click.echo(f"warning: {cut}", err=True)
-    options = SearchOptions(
-        population=population, keep=keep, generations=generations, seed=seed, jobs=jobs,
-        backend=backend, scheduler_address=scheduler_address, eval_timeout=eval_timeout,
-        isolate=isolate, max_evaluations=max_evaluations, max_seconds=max_seconds,
-        target=parse_targets(targets), patience=patience)
+        options = replace(options, jobs=jobs)
     fitnesses = resolve_all(fitness_specs or DEFAULT_OBJECTIVES)
     weight_list = parse_weights(weights, len(fitnesses))
     began = time.perf_counter()
@@ -168,7 +109,7 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
             return
         rate = event["evaluations"] / max(time.perf_counter() - began, 1e-9)
         values = "  ".join(f"{k}={v:g}" for k, v in event["best_values"].items())
-        click.echo(f"gen {event['generation']:>3}/{generations}  best {values}  "
+        click.echo(f"gen {event['generation']:>3}/{options.generations}  best {values}  "
                    f"({event['evaluations']} evals, {rate:.0f}/s)", err=True)
 
     folder = Path(resume_dir or out_dir or new_run_dir(runs_root()))
@@ -177,26 +118,18 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
         with ctrl_c, ExitStack() as stack:
             proposer = None
             fallback = htn_fallback_for(
-                problem, operator, htn_fallback, base_url=llm_base_url, model=llm_model,
-                max_calls=llm_max_calls, timeout=llm_timeout, response_format=llm_response_format,
-                cache_dir=llm_cache_dir, seed=seed)
+                problem, operator, htn_fallback, base_url=llm.base_url, model=llm.model,
+                max_calls=llm.max_calls, timeout=llm.timeout, response_format=llm.response_format,
+                cache_dir=llm.cache_dir, seed=options.seed)
             if fallback is not None:
                 stack.enter_context(fallback)
             if operator == "llm" and fallback is None:
-                if not llm_base_url or not llm_model:
-                    raise click.UsageError("--operator llm needs --llm-base-url and --llm-model")
-                settings: dict[str, Any] = {"max_calls": llm_max_calls, "timeout": llm_timeout,
-                            "concurrency": llm_concurrency, "response_format": llm_response_format,
-                            "prompt_dir": llm_prompt_dir, "cache_dir": llm_cache_dir,
-                            "mode": llm_mode, "menu_size": llm_menu_size, "max_tokens": llm_max_tokens,
-                            "token_param": llm_token_param}
-                proposer = stack.enter_context(make_llm_operator(
-                    llm_base_url, llm_model, **{k: v for k, v in settings.items() if v is not None}))
+                proposer = stack.enter_context(llm.operator("--operator llm"))
             outcome = run_search(
                 problem, options=options, fitnesses=fitnesses, weights=weight_list, out_dir=folder,
                 resume=resume_dir is not None, overwrite=force, on_generation=progress, proposer=proposer,
                 htn_fallback=fallback,
-                proposer_share=llm_ratio if proposer is not None else 0.0,
+                proposer_share=llm.ratio if proposer is not None else 0.0,
                 extra_summary=(lambda: {"llm": proposer.usage_summary()}) if proposer is not None else None)
     except BaseException as exc:
         if isinstance(exc, SystemExit) or not ctrl_c.caused(exc):
@@ -249,22 +182,6 @@ def run_failures(summary: dict[str, Any]) -> list[str]:
         kinds = ", ".join(f"{k}: {v}" for k, v in (llm.get("failed_by_kind") or {}).items())
         out.append(f"every one of the {calls} LLM calls failed ({kinds or 'see events.jsonl'})")
     return out
-
-
-def parse_targets(items: tuple[str, ...]) -> dict[str, float]:
-    targets: dict[str, float] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        try:
-            targets[name.strip()] = float(value)
-        except ValueError:
-            sep = ""
-        if sep and not math.isfinite(targets[name.strip()]):
-            raise click.BadParameter(f"the target must be a finite number, got {item!r}",
-                                     param_hint="--target")
-        if not sep or not name.strip():
-            raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--target")
-    return targets
 
 
 def parse_weights(text: str | None, count: int) -> list[float] | None:
@@ -379,8 +296,9 @@ def fitness_list(as_json: bool) -> None:
 
 
 @cli.command(name="generate")
-@click.option("--tools", type=int, default=60, show_default=True, help="Number of tools (>= 4).")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--tools", type=int, default=defaults.GENERATE_TOOLS, show_default=True,
+              help="Number of tools (>= 4).")
+@click.option("--seed", type=click.IntRange(min=0), default=defaults.SEED, show_default=True)
 @click.option("--name", default=None, help="The problem's name.")
 @click.option("--no-approval", is_flag=True, help="Do not require approval for write tools.")
 @click.option("--no-resources", is_flag=True, help="No renewable resources.")

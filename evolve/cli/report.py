@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from evolve import defaults
 from evolve.cli.common import friendly
 from evolve.model.files import load_plan
 from evolve.problems import load_problem
@@ -68,7 +69,7 @@ def show(plan_file: str, problem_file: str | None, width: int | None, color: boo
     if problem_file is None:
         raise click.UsageError("--problem is required (the plan alone does not say how long tasks take)")
     problem, plan = load_problem(problem_file), load_plan(plan_path)
-    columns = width or shutil.get_terminal_size((100, 24)).columns
+    columns = width or shutil.get_terminal_size((defaults.SHOW_WIDTH, 24)).columns
     use_color = sys.stdout.isatty() if color is None else color
     click.echo(text_gantt(timeline_of(problem, plan), width=columns, color=use_color), color=use_color)
 

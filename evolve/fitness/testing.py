@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
+from evolve import defaults
 from evolve.fitness.base import Context, Fitness, FitnessError, as_fitness
 
 # The strategies, re-exported: every name that was public here before they moved keeps working.
@@ -80,7 +81,8 @@ class ConformanceError(AssertionError):
 
 def check_fitness(fn: Callable[..., float] | Fitness, *,
                   problem_strategy: st.SearchStrategy[Problem] | None = None,
-                  max_examples: int = 60, worker: bool = True, worker_cases: int = 20,
+                  max_examples: int = defaults.CHECK_FITNESS_EXAMPLES, worker: bool = True,
+                  worker_cases: int = defaults.CHECK_FITNESS_WORKER_CASES,
                   executor: Executor | None = None, rel_tol: float = 0.0,
                   shrink: bool = True) -> Fitness:
     """Check that ``fn`` keeps the fitness contract; raise :class:`ConformanceError` if not.

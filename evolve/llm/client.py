@@ -26,6 +26,7 @@ from typing import Any, Self
 
 import httpx
 
+from evolve import defaults
 from evolve.model.errors import UsageError
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -85,8 +86,9 @@ class ChatClient(Closes):
     """
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
-                 timeout: float = 60.0, read_timeout: float | None = None, max_retries: int = 3,
-                 backoff: float = 0.5, max_backoff: float = 8.0, retry_timeouts: bool = False,
+                 timeout: float = defaults.LLM_TIMEOUT, read_timeout: float | None = None,
+                 max_retries: int = defaults.LLM_MAX_RETRIES, backoff: float = defaults.LLM_BACKOFF,
+                 max_backoff: float = defaults.LLM_MAX_BACKOFF, retry_timeouts: bool = False,
                  transport: httpx.BaseTransport | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         if timeout <= 0:

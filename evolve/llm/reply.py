@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from evolve import defaults
 from evolve.model.errors import InputError
 from evolve.model.patch import apply_patch
 from evolve.model.plan import Plan, Task, plan_hash, task_refs_deps
@@ -147,7 +148,7 @@ def missing_ref_tasks(task: Task, present: set[str]) -> set[str]:
     return {ref.task for ref in task.refs() if ref.task is not None and ref.task not in present}
 
 
-def patch_schema(problem: Problem, max_add: int = 4) -> dict[str, Any]:
+def patch_schema(problem: Problem, max_add: int = defaults.LLM_SCHEMA_MAX_ADD) -> dict[str, Any]:
     """A JSON schema of a plan patch for this problem, for endpoints with constrained output.
 
     Tool names are an ``enum`` of the catalog, so a constrained model cannot invent

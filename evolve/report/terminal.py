@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import click
 
+from evolve import defaults
 from evolve.report.svg import num
 from evolve.report.timeline import Timeline
 
 CRITICAL, NORMAL, SLACK = "█", "▒", "·"
 
 
-def text_gantt(timeline: Timeline, width: int = 100, color: bool = False) -> str:
+def text_gantt(timeline: Timeline, width: int = defaults.SHOW_WIDTH, color: bool = False) -> str:
     """The chart as lines of text; ``width`` is the whole line, labels included."""
     label_w = min(max((len(b.id) for b in timeline.bars), default=2) + 1 +
                   max((len(b.tool) for b in timeline.bars), default=4), 34)

@@ -110,10 +110,10 @@ class Evaluator:
     """
 
     def __init__(self, problem: Problem, fitnesses: Sequence[Fitness], *, jobs: int | None = None,
-                 backend: str = "loky", scheduler_address: str | None = None,
+                 backend: str = defaults.BACKEND, scheduler_address: str | None = None,
                  eval_timeout: float | None = None, isolate: bool | None = None,
                  min_parallel_seconds: float = defaults.MIN_PARALLEL_SECONDS,
-                 kill_grace: float = 5.0) -> None:
+                 kill_grace: float = defaults.EVAL_KILL_GRACE) -> None:
         if eval_timeout is not None and backend == "threading":
             raise BackendError("--eval-timeout needs a process backend (loky, dask or ray): "
                                "a thread cannot be stopped")
@@ -260,7 +260,7 @@ class Evaluator:
         return self.eval_timeout * plans + self.kill_grace
 
 
-def average(previous: float | None, value: float, weight: float = 0.3) -> float:
+def average(previous: float | None, value: float, weight: float = defaults.EVAL_AVERAGE_WEIGHT) -> float:
     """An exponential moving average, so one noisy measurement does not flip the choice."""
     return value if previous is None else (1 - weight) * previous + weight * value
 

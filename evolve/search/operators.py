@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from evolve import defaults
 from evolve.model.coverage import contributing_tasks, data_sources, duplicates
 from evolve.model.graph import successors, topological_order, upstream
 from evolve.model.patch import renamed
@@ -310,7 +311,7 @@ class OperatorSet:
 
     mutations: tuple[tuple[Mutation, float], ...]
     crossovers: tuple[tuple[Crossover, float], ...] = ()
-    crossover_rate: float = 0.3
+    crossover_rate: float = defaults.CROSSOVER_RATE
     initial: Initializer = construct
     improve: Improver | None = None
 
