@@ -7,10 +7,13 @@ retry, skip, cascade, fail and replan."""
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from test_execute_properties import runs
 
 from evolve.execute import ExecuteOptions, SearchReplanner, start_run
 from evolve.execute.context import Hook
@@ -26,6 +29,7 @@ from evolve.execute.state import RunState
 from evolve.execute.transitions import call_failed, failed_for_good, lost, replan_asked, skipped, succeeded
 from evolve.model.files import plan_from_dict, problem_from_dict
 from evolve.model.plan import Plan, Task
+from evolve.model.problem import Problem
 
 PROBLEM = problem_from_dict(
     {
@@ -297,3 +301,36 @@ def test_a_journal_of_the_old_schema_is_refused_in_one_line(tmp_path: Path) -> N
     message = str(caught.value)
     assert "\n" not in message and "journal.sqlite" in message
     assert "schema version 1" in message and f"version {SCHEMA_VERSION}" in message
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs())
+def test_any_simulated_run_keeps_memory_and_journal_in_agreement(
+    case: tuple[Problem, Plan, dict[str, float], int, int],
+) -> None:
+    """The fold test on the property test's runs: any problem, plan, policies and failures."""
+    problem, plan, rates, seed, max_steps = case
+    holder: list[Executor] = []
+    disagree: list[tuple[str, str]] = []
+
+    def hook(point: str, task_id: str) -> None:
+        if holder and durable(RunState.restore(holder[0].journal)) != durable(holder[0].state):
+            disagree.append((point, task_id))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        executor = start_run(
+            problem,
+            plan,
+            Path(tmp) / "run",
+            plan_source="plan",
+            tools_spec=None,
+            simulate=True,
+            fail_rates=rates,
+            options=ExecuteOptions(max_steps=max_steps, seed=seed, backoff=1.0),
+            replanner=SearchReplanner(generations=1, population=4, keep=2),
+            hook=hook,
+        )
+        holder.append(executor)
+        executor.run()
+        assert disagree == []
+        assert durable(RunState.restore(executor.journal)) == durable(executor.state)

@@ -288,7 +288,7 @@ class Journal:
             self.put_meta(db, {"excluded": sorted(set(self.excluded()) | set(record.tools))})
             self.put_meta(db, {"replan": record.reason})
         elif isinstance(record, rec.ReplanTried):
-            pass  # counted from the revisions and the plan.draft event
+            self.put_meta(db, {"replan_tried": record.revision})
         else:
             assert_never(record)
 

@@ -111,7 +111,8 @@ class ReplanAsked:
 
 @dataclass(frozen=True)
 class ReplanTried:
-    """A replan was attempted (it counts as a step, whatever it found)."""
+    """A replan for ``revision`` was attempted: it counts as a step, whatever it found (a
+    proposal refused stops the run, so the replans tried are the last revision tried)."""
 
     revision: int
 

@@ -83,7 +83,7 @@ class RunState:
             self.excluded.update(record.tools)
             self.replan = record.reason
         elif isinstance(record, ReplanTried):
-            self.replans += 1
+            self.replans = max(self.replans, record.revision)
         elif isinstance(record, Revised):
             for tid in record.invalidated:
                 self.status[tid] = "invalidated"
@@ -109,7 +109,7 @@ class RunState:
 
 def recorded(journal: Journal) -> list[Record]:
     """The journal's rows as the records that made them: each revision, each dispatch record,
-    each task's last settle (its row), and the replan request standing."""
+    each task's last settle (its row), the last replan tried and the replan request standing."""
     revisions = journal.revisions()
     if not revisions:
         raise JournalError(f"{journal.path}: the run never committed a plan; start it again")
@@ -130,6 +130,7 @@ def recorded(journal: Journal) -> list[Record]:
         )
     records.extend(settled(row) for row in journal.tasks().values())
     meta = journal.meta()
+    records.append(ReplanTried(int(meta.get("replan_tried") or 0)))
     records.append(ReplanAsked(tuple(meta.get("excluded") or ()), meta.get("replan")))
     return records
 
