@@ -32,6 +32,7 @@ from evolve.model.coverage import (
     duplicates,
     sound_tasks,
 )
+from evolve.model.files import plan_from_dict, problem_from_dict
 from evolve.model.graph import upstream
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem, Tool
@@ -367,3 +368,38 @@ def test_cost_is_summed_in_plan_order_like_python(costs: tuple[float, ...]) -> N
     expected = sum((t.cost for t in tools.values()), 0.0)
     assert cost(problem, plan, CompiledContext(problem, plan)) == expected
     assert cost(problem, plan, Context(problem, plan)) == expected
+
+
+APPROVAL_CHAIN = {
+    "name": "chain", "objective": "refund", "initial": ["i"], "criteria": ["done", "told"],
+    "policy": {"write_requires_approval": True},
+    "tools": {
+        "approve": {"duration": 1, "risk": "approval", "outputs": ["ok"]},
+        "note": {"duration": 1, "outputs": ["n"]},
+        "fetch": {"duration": 1, "inputs": ["i"], "outputs": ["x"]},
+        "refund": {"duration": 1, "risk": "write", "inputs": ["x"], "outputs": ["done"]},
+        "tell": {"duration": 1, "risk": "write", "outputs": ["told"]},
+    }}
+
+
+@pytest.mark.parametrize(("deps", "contributing", "errors"), [
+    ({"r": ["m", "f"], "t": ["r"]}, 4, 0),  # the approval two deps up both writes, climbed to once
+    ({"r": ["f"], "t": ["m"]}, 4, 1),       # only the second write climbs to it; the first lacks one
+    ({"r": ["f"], "t": []}, 3, 2),          # no approval upstream of either write
+])
+def test_an_approval_only_upstream_by_deps_serves_its_write(
+        deps: dict[str, list[str]], contributing: int, errors: int) -> None:
+    """The climb from a write to the approvals behind it (no data read from them), which the
+    generated plans above rarely need, in both the compiled figures and the Python definition:
+    the approval serves (the note between is only a dep, so it does not)."""
+    problem = problem_from_dict(APPROVAL_CHAIN)
+    plan = plan_from_dict({"tasks": [
+        {"id": "a", "tool": "approve"},
+        {"id": "m", "tool": "note", "deps": ["a"]},
+        {"id": "f", "tool": "fetch", "inputs": {"i": "$i"}},
+        {"id": "r", "tool": "refund", "deps": deps["r"], "inputs": {"x": "$f.x"}, "idempotency_key": "k"},
+        {"id": "t", "tool": "tell", "deps": deps["t"], "idempotency_key": "k2"},
+    ]})
+    measures = CompiledContext(problem, plan).measures
+    assert measures == python_measures(problem, plan)
+    assert measures is not None and (measures.contributing, measures.errors) == (contributing, errors)

@@ -72,7 +72,7 @@ def measure_kernel(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, succ_pt
     leave out: one for a dependency cycle, one per write with no approval upstream.
 
     The risk codes come in as arguments, not as globals: numba freezes a global
-    into the cached machine code and only notices changes to this file."""
+    into the machine code, so the codes could only change with a recompilation."""
     n = tool.shape[0]
     bad = bad_in.copy()
     errors = 0
@@ -137,22 +137,25 @@ def measure_kernel(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, succ_pt
         top += 1
     serving = np.zeros(n, dtype=np.bool_)
     climbed = np.zeros(n, dtype=np.bool_)
-    write_task = np.empty(1, dtype=np.int64)
+    writes = np.empty(n, dtype=np.int64)
     while top > 0:
-        top -= 1
-        v = todo[top]
-        if serving[v]:
-            continue
-        serving[v] = True
-        for q in range(read_ptr[v], read_ptr[v + 1]):
-            todo[top] = read_idx[q]
-            top += 1
-        if tool[v] >= 0 and risk[tool[v]] == write:
-            write_task[0] = v
-            for u in reach(dep_ptr, dep_idx, write_task, climbed):
-                if tool[u] >= 0 and risk[tool[u]] == approval:
-                    todo[top] = u
-                    top += 1
+        found = 0  # the writes that begin to serve, climbed from together
+        while top > 0:
+            top -= 1
+            v = todo[top]
+            if serving[v]:
+                continue
+            serving[v] = True
+            for q in range(read_ptr[v], read_ptr[v + 1]):
+                todo[top] = read_idx[q]
+                top += 1
+            if tool[v] >= 0 and risk[tool[v]] == write:
+                writes[found] = v
+                found += 1
+        for u in reach(dep_ptr, dep_idx, writes[:found], climbed):
+            if tool[u] >= 0 and risk[tool[u]] == approval:
+                todo[top] = u
+                top += 1
     contributing = 0
     for v in range(n):
         if serving[v] and not duplicate[v]:
