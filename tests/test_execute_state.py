@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from test_execute_properties import runs
 
+from evolve.cli.main import cli
 from evolve.execute import ExecuteOptions, SearchReplanner, start_run
 from evolve.execute.context import Hook
 from evolve.execute.dispatch import VirtualClock
@@ -301,6 +303,9 @@ def test_a_journal_of_the_old_schema_is_refused_in_one_line(tmp_path: Path) -> N
     message = str(caught.value)
     assert "\n" not in message and "journal.sqlite" in message
     assert "schema version 1" in message and f"version {SCHEMA_VERSION}" in message
+    result = CliRunner().invoke(cli, ["execute", "--resume", str(run)])
+    assert result.exit_code == 2 and result.output.strip() == f"error: {message}"
+    assert "Traceback" not in result.output
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
