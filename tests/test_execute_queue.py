@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evolve.execute.options import ExecuteOptions
 from evolve.execute.queue import Demand, ReadyQueue
 from evolve.execute.retry import RetryPolicy
 from evolve.model.plan import Task
+from evolve.scheduling.base import EPS
 
 ONE_SLOT: Demand = (1.0, 0.0)
 WITH_ARM: Demand = (1.0, 1.0)
@@ -156,3 +159,34 @@ def test_the_policy_of_a_task_reads_its_retries_and_the_run_options() -> None:
 def test_a_policy_with_negative_numbers_is_refused() -> None:
     with pytest.raises(ValueError, match="retry policy"):
         RetryPolicy(retries=-1, initial=1.0, cap=1.0, window=1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 4),
+    st.lists(st.floats(0.5, 3.0), max_size=2),
+    st.lists(
+        st.tuples(st.floats(0.0, 5.0), st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=2, max_size=2))
+    ),
+    st.integers(0, 10),
+)
+def test_take_never_exceeds_a_capacity_and_release_gives_it_all_back(
+    slots: int, resources: list[float], tasks: list[tuple[float, list[float]]], steps_left: int
+) -> None:
+    limits = (float(slots), *resources)
+    queue = ReadyQueue(limits)
+    demands = {}
+    for i, (tail, need) in enumerate(tasks):
+        demands[f"t{i}"] = (1.0, *need[: len(resources)])
+        queue.push(f"t{i}", tail=tail, topo=i)
+    taken, over = queue.take(0, steps_left, always, demands.__getitem__)
+    assert len(taken) <= min(steps_left, slots) and len(set(taken)) == len(taken)
+    assert all(h <= cap + EPS for h, cap in zip(queue.held, limits))
+    assert over is None or len(taken) == steps_left
+    assert {t for t in demands if queue.is_queued(t)} == set(demands) - set(taken)
+    if not resources:  # nothing but slots: the longest remaining paths go first
+        tails = sorted((tail for tail, _ in tasks), reverse=True)
+        assert [tasks[int(t[1:])][0] for t in taken] == tails[: len(taken)]
+    for tid in taken:
+        queue.release(tid)
+    assert all(abs(h) <= EPS for h in queue.held)

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import sqlite3
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from test_execute_properties import runs
 
+from evolve.cli.main import cli
 from evolve.execute import ExecuteOptions, SearchReplanner, start_run
-from evolve.execute.context import Hook
 from evolve.execute.dispatch import VirtualClock
 from evolve.execute.events import Events
 from evolve.execute.executor import Executor
@@ -98,48 +100,66 @@ RUNS = [
 """(t1's on_failure, its retries, the fail rate of make_a and side, the seed)."""
 
 
-def begin(folder: Path, run: tuple[str, int, float, int], hook: Hook | None = None) -> Executor:
-    policy, retries, rate, seed = run
-    return start_run(
-        PROBLEM,
-        plan_of(policy, retries),
+@dataclass
+class Watched:
+    """A simulated run whose hook folds the journal at every point and compares with memory."""
+
+    executor: Executor
+    points: list[str]
+    disagree: list[tuple[str, str]]
+
+
+def watched(
+    problem: Problem, plan: Plan, folder: Path, rates: dict[str, float], seed: int, max_steps: int
+) -> Watched:
+    points: list[str] = []
+    disagree: list[tuple[str, str]] = []
+    holder: list[Executor] = []
+
+    def hook(point: str, task_id: str) -> None:
+        if holder:
+            points.append(point)
+            if durable(RunState.restore(holder[0].journal)) != durable(holder[0].state):
+                disagree.append((point, task_id))
+
+    executor = start_run(
+        problem,
+        plan,
         folder,
         plan_source="plan",
         tools_spec=None,
         simulate=True,
-        fail_rates={"make_a": rate, "side": rate},
-        options=ExecuteOptions(seed=seed, backoff=1.0, max_steps=30),
+        fail_rates=rates,
+        options=ExecuteOptions(seed=seed, backoff=1.0, max_steps=max_steps),
         replanner=SearchReplanner(generations=1, population=4, keep=2),
         hook=hook,
     )
+    holder.append(executor)
+    return Watched(executor, points, disagree)
+
+
+def watched_run(folder: Path, run: tuple[str, int, float, int]) -> Watched:
+    policy, retries, rate, seed = run
+    return watched(PROBLEM, plan_of(policy, retries), folder, {"make_a": rate, "side": rate}, seed, 30)
 
 
 @pytest.mark.parametrize("run", RUNS)
 def test_the_state_is_the_journals_fold_at_every_point_a_crash_can_hit(
     tmp_path: Path, run: tuple[str, int, float, int]
 ) -> None:
-    holder: list[Executor] = []
-    checked: list[str] = []
-
-    def hook(point: str, task_id: str) -> None:
-        if holder:
-            executor = holder[0]
-            assert durable(RunState.restore(executor.journal)) == durable(executor.state), (point, task_id)
-            checked.append(point)
-
-    executor = begin(tmp_path / "run", run, hook)
-    holder.append(executor)
-    outcome = executor.run()
-    assert durable(RunState.restore(executor.journal)) == durable(executor.state)
-    assert {"before_dispatch", "dispatched", "before_commit", "after_commit"} <= set(checked)
-    assert outcome["steps"] == executor.state.steps
+    watch = watched_run(tmp_path / "run", run)
+    outcome = watch.executor.run()
+    assert watch.disagree == []
+    assert durable(RunState.restore(watch.executor.journal)) == durable(watch.executor.state)
+    assert {"before_dispatch", "dispatched", "before_commit", "after_commit"} <= set(watch.points)
+    assert outcome["steps"] == watch.executor.state.steps
 
 
 def test_the_runs_above_reach_the_transitions_they_are_meant_to(tmp_path: Path) -> None:
     """The fold test is only as good as its runs: between them they retry, cascade and replan."""
     kinds: set[str] = set()
     for i, run in enumerate(RUNS):
-        executor = begin(tmp_path / str(i), run)
+        executor = watched_run(tmp_path / str(i), run).executor
         executor.run()
         state = executor.state
         kinds |= {"retry"} if any(state.failures.values()) else set()
@@ -301,6 +321,9 @@ def test_a_journal_of_the_old_schema_is_refused_in_one_line(tmp_path: Path) -> N
     message = str(caught.value)
     assert "\n" not in message and "journal.sqlite" in message
     assert "schema version 1" in message and f"version {SCHEMA_VERSION}" in message
+    result = CliRunner().invoke(cli, ["execute", "--resume", str(run)])
+    assert result.exit_code == 2 and result.output.strip() == f"error: {message}"
+    assert "Traceback" not in result.output
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -310,27 +333,8 @@ def test_any_simulated_run_keeps_memory_and_journal_in_agreement(
 ) -> None:
     """The fold test on the property test's runs: any problem, plan, policies and failures."""
     problem, plan, rates, seed, max_steps = case
-    holder: list[Executor] = []
-    disagree: list[tuple[str, str]] = []
-
-    def hook(point: str, task_id: str) -> None:
-        if holder and durable(RunState.restore(holder[0].journal)) != durable(holder[0].state):
-            disagree.append((point, task_id))
-
     with tempfile.TemporaryDirectory() as tmp:
-        executor = start_run(
-            problem,
-            plan,
-            Path(tmp) / "run",
-            plan_source="plan",
-            tools_spec=None,
-            simulate=True,
-            fail_rates=rates,
-            options=ExecuteOptions(max_steps=max_steps, seed=seed, backoff=1.0),
-            replanner=SearchReplanner(generations=1, population=4, keep=2),
-            hook=hook,
-        )
-        holder.append(executor)
-        executor.run()
-        assert disagree == []
-        assert durable(RunState.restore(executor.journal)) == durable(executor.state)
+        watch = watched(problem, plan, Path(tmp) / "run", rates, seed, max_steps)
+        watch.executor.run()
+        assert watch.disagree == []
+        assert durable(RunState.restore(watch.executor.journal)) == durable(watch.executor.state)

@@ -4,8 +4,8 @@
 one transaction (records, events, all or none), then folds the records into the
 :class:`~evolve.execute.state.RunState`, then writes the numbered events to ``events.jsonl``,
 then sets the timer of a task left waiting for a retry and wakes the dependents of every task
-that reached a final status. Journal first: a crash
-between the two leaves memory behind the journal, never ahead, and a resume folds the journal.
+that reached a final status. Journal first: a crash between the two leaves memory behind the
+journal, never ahead, and a resume folds the journal.
 """
 
 from __future__ import annotations

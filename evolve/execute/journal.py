@@ -8,6 +8,11 @@ error), committed in one transaction after it returns. The events of ``events.js
 the same transactions, so the event log never tells more or less than the state: after a crash,
 ``events.jsonl`` is written again from the table.
 
+Every transaction is one :meth:`Journal.write` of records (:mod:`evolve.execute.records`), events
+and run-level meta; the task rows hold what a resume folds (:mod:`evolve.execute.state`), retry
+wake times and cascaded skips included, so nothing is ever read back out of an event. The
+schema's version is SQLite's ``user_version`` (:data:`SCHEMA_VERSION`).
+
 A journal is data: opening one reads JSON text and numbers, and never executes anything.
 """
 

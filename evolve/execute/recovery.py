@@ -25,14 +25,14 @@ def resumed(ctx: RunContext) -> None:
         if ctx.state.status.get(tid) == "pending":
             ctx.queue.delay(tid, at)
     rows = ctx.journal.tasks()
-    for task in ctx.state.plan.tasks:
-        row = rows.get(task.id)
-        if (
-            row is not None
-            and row.status in ENDED_WITHOUT_OUTPUTS
-            and task_policy(task) in ("fail_plan", "retry")
-        ):
-            ctx.stop = Stop("task_failed", f"{task.id} ({task.tool}) failed: {row.error}")
+    stops = [
+        Stop("task_failed", f"{task.id} ({task.tool}) failed: {row.error}")
+        for task in ctx.state.plan.tasks
+        if (row := rows.get(task.id)) is not None
+        and row.status in ENDED_WITHOUT_OUTPUTS
+        and task_policy(task) in ("fail_plan", "retry")
+    ]
+    ctx.halt(stops[-1] if stops else None)  # the last in plan order speaks
 
 
 def recover(ctx: RunContext) -> None:
