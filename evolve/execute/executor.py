@@ -32,6 +32,7 @@ from typing import IO, Any
 
 from evolve import defaults
 from evolve.execute.dispatch import Dispatcher, Job, Result
+from evolve.execute.htn import goal_unmet
 from evolve.execute.journal import Dispatch, Journal, JournalError, Revision, Settle, TaskRow, dumps
 from evolve.execute.outcome import PlanDiff, build_outcome
 from evolve.execute.readiness import POLICIES, Policy, When, aggregate, decide
@@ -1054,6 +1055,7 @@ class Executor:
     def verdict(self) -> tuple[str, str]:
         made = self.criteria()
         missing = [c for c, tid in made.items() if tid is None]
+        missing += goal_unmet(self.problem, self.state.plan, self.state.status, self.state.outputs)
         if self.stop is not None and self.stop.reason not in ("step_budget", "replan_budget"):
             return self.stop.reason, self.stop.message
         if not missing:

@@ -8,6 +8,7 @@ so ``--resume DIR`` needs nothing else.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,8 @@ from evolve.model.files import problem_from_dict, problem_to_dict
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 from evolve.model.validate import validate
+from evolve.problems.htn import HtnProblem, htn_problem_from_dict
+from evolve.problems.htn.writer import domain_to_dict
 from evolve.run.folder import dump_json, make_folder
 from evolve.scheduling.kernel import warm_up
 
@@ -130,6 +133,9 @@ def start_run(
         "dispatcher": dispatcher_name,
         "replanner": replanner_name,
     }
+    if isinstance(problem, HtnProblem) and problem.domain is not None:
+        # a resumed run replans by it; text, since the journal sorts keys and method order matters
+        meta["htn"] = json.dumps(domain_to_dict(problem.domain)["htn"])
     return Executor.start(
         problem,
         plan,
@@ -156,7 +162,18 @@ def read_run(run_dir: Path) -> tuple[Journal, dict[str, Any], Problem]:
     meta = journal.meta()
     if "problem" not in meta or "options" not in meta:
         raise JournalError(f"{path}: the run never started (no record of its problem); start it again")
-    return journal, meta, problem_from_dict(meta["problem"], str(path))
+    return journal, meta, problem_of(meta, str(path))
+
+
+CATALOG_KEYS = ("name", "objective", "scopes", "limits", "resources", "policy")
+
+
+def problem_of(meta: Mapping[str, Any], source: str) -> Problem:
+    """The run's problem as its journal keeps it: an HTN domain with its catalog keys, or data."""
+    if "htn" in meta:
+        doc = {k: v for k, v in meta["problem"].items() if k in CATALOG_KEYS}
+        return htn_problem_from_dict({**doc, "htn": json.loads(meta["htn"])}, source)
+    return problem_from_dict(meta["problem"], source)
 
 
 def resume_run(
