@@ -24,6 +24,7 @@ from evolve.problems.htn import (
     validate_domain,
 )
 from evolve.problems.htn.hddl import read_hddl
+from evolve.problems.htn.pihtn import from_pihtn, is_pihtn_document
 
 FALLBACKS = ("none", "llm")
 FALLBACK_HELP = ("HTN domains: who decomposes a compound task no method applies to: nobody, or an LLM "
@@ -60,6 +61,8 @@ def validate_domain_cmd(domain_file: str, max_states: int, seed: int, as_json: b
     """Check an HTN domain: for every world state its guards tell apart (or a seeded sample), a
     plan exists and reaches the goal. Exit 0 when all do, 1 when some do not, 2 when unreadable."""
     doc = read_document(domain_file)
+    if is_pihtn_document(doc):
+        doc = from_pihtn(doc, domain_file)
     if not is_htn_document(doc):
         raise InputError(domain_file, "htn", "missing: not an HTN domain (no htn section)")
     domain, _ = domain_from_dict(doc, domain_file)

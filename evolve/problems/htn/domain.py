@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 Scalar = str | int | float | bool | None
 
@@ -196,6 +197,11 @@ class Operator:
     uses: Mapping[str, float] = field(default_factory=dict)
     llm_calls: int = 0
     description: str = ""
+    prompt: str | None = None
+    """A prompt for a small model that fills the tool's arguments at run time (``{{key}}`` from
+    the state); carried with the domain, not used by the planner."""
+    exec_spec: Mapping[str, Any] | None = None
+    """The file's ``exec``: how a runtime runs the tool (``cmd`` and ``args``); carried only."""
 
     def __hash__(self) -> int:
         return hash(self.name)

@@ -35,7 +35,8 @@ from evolve.problems.htn.domain import (
 DOMAIN_KEYS = ("name", "objective", "htn", "tools", "scopes", "limits", "resources", "policy")
 HTN_KEYS = ("state", "goal", "operators", "methods", "tasks", "max_depth", "max_nodes")
 OPERATOR_KEYS = ("pre", "effects", "duration", "cost", "tool", "risk", "scope", "uses", "llm_calls",
-                 "description")
+                 "description", "prompt", "exec")
+EXEC_KEYS = ("cmd", "args")
 METHOD_KEYS = ("task", "pre", "subtasks", "unordered")
 TASK_KEYS = ("achieves", "description")
 EFFECT_KEYS = ("set", "unset")
@@ -197,7 +198,20 @@ def read_operator(r: Reader, name: str, spec: object, tools: Mapping[str, Tool])
                              tool.llm_calls if tool else 0),
         description=r.optional(doc, "description", path, lambda v, p: str(v),
                                tool.description if tool else ""),
+        prompt=r.optional(doc, "prompt", path, r.text, None),
+        exec_spec=r.optional(doc, "exec", path, lambda v, p: read_exec(r, v, p), None),
     )
+
+
+def read_exec(r: Reader, value: object, path: str) -> dict[str, Any]:
+    """``exec: {cmd, args}``: a command and its argument list (``{{key}}`` templates allowed)."""
+    doc = r.mapping(value, path, EXEC_KEYS)
+    if "cmd" not in doc:
+        raise r.fail(join(path, "cmd"), "missing")
+    args = doc.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise r.fail(join(path, "args"), f"expected a list of strings, got {describe(args)}")
+    return {"cmd": r.string(doc["cmd"], join(path, "cmd")), "args": list(args)}
 
 
 def read_effects(r: Reader, value: object, path: str, tool_name: str | None, tool: Tool | None) -> Effects:
