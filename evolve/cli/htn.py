@@ -11,6 +11,7 @@ import click
 import yaml
 
 from evolve import defaults
+from evolve.cli.author import author
 from evolve.cli.common import friendly
 from evolve.llm.htn import LLMDecomposer, make_htn_fallback
 from evolve.model.errors import InputError
@@ -97,4 +98,4 @@ def hddl_cmd(domain_file: str, problem_file: str, out_file: str) -> None:
                f"{len(document['htn']['methods'])} ground methods)", err=True)
 
 
-COMMANDS = (validate_domain_cmd, hddl_cmd)
+COMMANDS = (validate_domain_cmd, hddl_cmd, author)  # author: evolve.cli.author

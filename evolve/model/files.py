@@ -234,20 +234,26 @@ def unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def read_document(path: str | Path) -> Any:
-    """Parse a YAML or JSON file (JSON is YAML, but its errors read better from ``json``), within
-    the bounds of :mod:`evolve.model.limits`."""
+def read_text_file(path: str | Path) -> str:
+    """A UTF-8 text file within :data:`MAX_FILE_BYTES`; any failure is one line naming it."""
     source = str(path)
     try:
         size = Path(path).stat().st_size
         if size > MAX_FILE_BYTES:
             raise InputError(source, "", f"{size:,} bytes; files larger than "
                                          f"{MAX_FILE_BYTES >> 20} MiB are not read")
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(source, "", f"not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise InputError(source, "", f"cannot read file ({exc.strerror or exc})") from None
+
+
+def read_document(path: str | Path) -> Any:
+    """Parse a YAML or JSON file (JSON is YAML, but its errors read better from ``json``), within
+    the bounds of :mod:`evolve.model.limits`."""
+    source = str(path)
+    text = read_text_file(path)
     try:
         if source.endswith(".json"):
             doc = json.loads(text, object_pairs_hook=unique_pairs)
