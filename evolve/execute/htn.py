@@ -26,13 +26,31 @@ from typing import Any
 from evolve.model.graph import topological_order
 from evolve.model.plan import Plan, parse_ref
 from evolve.model.problem import Problem
-from evolve.problems.htn import Domain, HtnProblem, NoPlan, Planner, to_plan
-from evolve.problems.htn.domain import Unknown, Value
-from evolve.problems.htn.world import Done, goal_verdict, replay_state
+from evolve.problems.htn import Domain, HtnProblem, NoPlan, NoPlanError, Planner, to_plan
+from evolve.problems.htn.domain import Unknown, Value, truth
+from evolve.problems.htn.world import Done, goal_achieves, goal_verdict, replay_state
 
 
 def domain_of(problem: Problem) -> Domain | None:
     return problem.domain if isinstance(problem, HtnProblem) else None
+
+
+def planned(problem: HtnProblem) -> Plan:
+    """The planner's plan for the domain as it stands (its methods in file order, the domain's
+    own priority), every step ``on_failure: replan``: what ``evolve execute DOMAIN`` runs."""
+    domain = problem.htn()
+    outcome = Planner(domain).plan()
+    if isinstance(outcome, NoPlan):
+        raise NoPlanError(f"{domain.source}: htn: {outcome}")
+    plan = to_plan(domain, outcome)
+    return Plan(tasks=tuple(replace(t, on_failure="replan") if t.tool in domain.operators else t
+                            for t in plan.tasks))
+
+
+def state_facts(problem: Problem) -> dict[str, Any]:
+    """The values of an HTN plan's initial facts: the domain's state (empty for other problems)."""
+    domain = domain_of(problem)
+    return {} if domain is None else {k: v for k, v in domain.state.items()}
 
 
 def ran_steps(domain: Domain, plan: Plan, status: Mapping[str, str],
@@ -114,8 +132,13 @@ def plan_htn(now: HtnNow, excluded: set[str], folder: Path) -> HtnPlan:
         result = HtnPlan(None, f"the HTN planner found no plan from the world as it is: {outcome}")
     else:
         evidence["steps"] = [s.operator for s in outcome.steps]
-        verdict = goal_verdict(domain, [(s.operator, None) for s in outcome.steps], now.state)
-        if not verdict.holds:
+        steps_run: list[Done] = [(op, None) for op in evidence["steps"]]
+        verdict = goal_verdict(domain, steps_run, now.state)
+        achieves = goal_achieves(domain)
+        # a goal over a $result value is unknown until the steps run: refused only when false
+        refused = not verdict.holds and (
+            achieves is None or truth(achieves, replay_state(domain, steps_run, now.state)) is False)
+        if refused:
             result = HtnPlan(None, f"the HTN plan from the world as it is fails its goal: {verdict.reason}")
         else:
             steps = " -> ".join(evidence["steps"]) or "no step"

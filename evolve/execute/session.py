@@ -22,6 +22,7 @@ from evolve.execute.dispatch import (
     WallClock,
 )
 from evolve.execute.executor import ExecuteOptions, Executor, Hook
+from evolve.execute.htn_tools import bind_htn_tools
 from evolve.execute.journal import Journal, JournalError
 from evolve.execute.replan import Replanner
 from evolve.execute.simulate import simulated_tools
@@ -49,7 +50,7 @@ def tool_table(
     ``evolve.tools`` entry points provide for the catalog (a tool the plan uses must be there)."""
     if simulate:
         return simulated_tools(problem, fail_rates, seed)
-    table = load_tools(spec, problem.tools)
+    table = bind_htn_tools(problem, load_tools(spec, problem.tools))
     missing = sorted({t.tool for t in plan.tasks if t.tool not in table})
     if missing:
         where = f"--tools {spec}" if spec else "no --tools given"
@@ -108,6 +109,7 @@ def start_run(
     if tools is None:
         tools = tool_table(problem, plan, tools_spec, simulate, rates, options.seed)
     else:
+        tools = tools if simulate else bind_htn_tools(problem, tools)
         missing = sorted({t.tool for t in plan.tasks if t.tool not in tools})
         if missing:
             raise ToolError(f"no callable for {', '.join(missing)}")
@@ -198,10 +200,12 @@ def resume_run(
     if simulate:
         tools = simulated_tools(problem, meta.get("fail") or {}, options.seed)
     elif tools is None:
-        tools = load_tools(meta.get("tools"), problem.tools)
+        tools = bind_htn_tools(problem, load_tools(meta.get("tools"), problem.tools))
         missing = sorted(t for t in plan_tools if t not in tools)
         if missing:
             raise ToolError(f"--tools {meta.get('tools')}: no callable for {', '.join(missing)}")
+    else:
+        tools = bind_htn_tools(problem, tools)
     events = journal.events()
     offset = float(events[-1].get("time", 0.0)) if events else 0.0
     warm_up()

@@ -32,12 +32,15 @@ from evolve.problems.htn.domain import (
 )
 
 Done = tuple[str, Mapping[str, Any] | None]
-"""One step that ran: the operator and the outputs its tool returned (``None``: none known)."""
+"""One step that ran: the operator and its task's outputs (``None``: none known)."""
+RESULT_KEY = "$result"
+"""Where a task's outputs keep the tool's own outputs, which ``$result`` effects bind from (a dry
+run's placeholder outputs have none, so nothing binds there)."""
 
 
 def resolve(outputs: Mapping[str, Any] | None, ref: Unknown) -> Value:
     """``$result.<output>.<path>`` in a tool's outputs; still unknown when it is not there or not
-    a JSON scalar (a dry run's placeholders name other keys, so they never bind)."""
+    a JSON scalar."""
     if outputs is None or ref.output not in outputs:
         return ref
     value: Any = outputs[ref.output]
@@ -54,14 +57,17 @@ def resolve(outputs: Mapping[str, Any] | None, ref: Unknown) -> Value:
 
 
 def apply_effects(effects: Effects, state: State, outputs: Mapping[str, Any] | None) -> dict[str, Value]:
-    """The state after an operator's effects: unsets, then literal sets, then result bindings."""
+    """The state after an operator's effects: unsets, then literal sets, then result bindings
+    (from the tool's outputs, kept under :data:`RESULT_KEY` of the task's)."""
+    raw = outputs.get(RESULT_KEY) if outputs is not None else None
+    result = raw if isinstance(raw, Mapping) else None
     out = dict(state)
     for key in effects.unset:
         out.pop(key, None)
     bindings = {}
     for key, value in effects.set.items():
         if isinstance(value, Unknown):
-            bindings[key] = resolve(outputs, value)
+            bindings[key] = resolve(result, value)
         else:
             out[key] = value
     out.update(bindings)
