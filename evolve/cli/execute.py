@@ -23,6 +23,7 @@ from evolve.execute.htn import planned, state_facts
 from evolve.execute.replan import ProposerReplanner, Replanner, SearchReplanner
 from evolve.execute.session import DispatcherFactory, read_run, resume_run, start_run
 from evolve.execute.simulate import parse_fail_rates
+from evolve.llm.decide import make_decider
 from evolve.llm.factory import make_llm_operator
 from evolve.model.errors import EvolveError
 from evolve.model.files import load_plan, read_document
@@ -219,8 +220,12 @@ def progress(as_json: bool) -> Any:
     show_default=True,
     help="Generations of the replanning search.",
 )
-@click.option("--llm-base-url", default=None, help="With --replanner llm: an OpenAI-compatible endpoint.")
-@click.option("--llm-model", default=None, help="With --replanner llm: the model name.")
+@click.option(
+    "--llm-base-url",
+    default=None,
+    help="With --replanner llm, or a domain's hoisted decisions: an OpenAI-compatible endpoint.",
+)
+@click.option("--llm-model", default=None, help="With --llm-base-url: the model name.")
 @click.option(
     "--dispatcher",
     "dispatcher_name",
@@ -307,7 +312,9 @@ def execute(
                 )
             if not simulate and tools_spec is None:
                 raise click.UsageError("give --tools MODULE:ATTR (or --simulate for a dry run)")
-            problem, plan = problem_and_plan(plan_file, problem_file, input_items, input_file)
+            problem, plan, decisions = problem_and_plan(
+                plan_file, problem_file, input_items, input_file, llm_base_url, llm_model
+            )
             options = ExecuteOptions(
                 max_steps=max_steps,
                 max_replans=max_replans,
@@ -335,6 +342,7 @@ def execute(
                 dispatcher=factory,
                 dispatcher_name=dispatcher_name,
                 on_event=show,
+                decisions=decisions,
             )
         outcome = executor.run()
     written = ["journal.sqlite", "events.jsonl", "outcome.json"]
@@ -352,30 +360,56 @@ def execute(
 
 
 def problem_and_plan(
-    plan_file: str, problem_file: str | None, input_items: tuple[str, ...], input_file: str | None
-) -> tuple[Problem, Plan]:
-    """The problem and the plan to run: PLAN_FILE with --problem, or an HTN domain alone (the
-    plan is then the planner's, from the state seeded by --input / --input-file)."""
+    plan_file: str,
+    problem_file: str | None,
+    input_items: tuple[str, ...],
+    input_file: str | None,
+    llm_base_url: str | None,
+    llm_model: str | None,
+) -> tuple[Problem, Plan, list[dict[str, Any]]]:
+    """The problem, the plan to run and the hoisted decisions made: PLAN_FILE with --problem, or
+    an HTN domain alone (the plan is then the planner's, from the state seeded by --input /
+    --input-file and the domain's decisions)."""
     if problem_file is None:
         doc = read_document(plan_file)
         if not (is_htn_document(doc) or is_pihtn_document(doc)):
             raise click.UsageError(f"{plan_file} is a plan, not an HTN domain: give --problem PROBLEM")
     problem = load_problem(problem_file if problem_file is not None else plan_file)
+    given: set[str] = set()
+    decisions: list[dict[str, Any]] = []
     if input_items or input_file:
         if not isinstance(problem, HtnProblem):
             raise click.UsageError("--input and --input-file seed the world state of an HTN domain")
         domain = problem.htn()
         if input_file is not None:
-            given = read_document(input_file)
-            if not isinstance(given, dict):
+            from_file = read_document(input_file)
+            if not isinstance(from_file, dict):
                 raise EvolveError(f"{input_file}: expected a mapping of world-state keys to values")
-            domain = seeded(domain, given, input_file)
-        domain = seeded(domain, parse_inputs(input_items), "--input")
+            domain = seeded(domain, from_file, input_file)
+            given.update(from_file)
+        items = parse_inputs(input_items)
+        domain = seeded(domain, items, "--input")
+        given.update(items)
         problem = htn_problem(domain, problem)
+    if isinstance(problem, HtnProblem) and set(problem.htn().decisions) - given:
+        if not llm_base_url or not llm_model:
+            keys = ", ".join(sorted(set(problem.htn().decisions) - given))
+            raise click.UsageError(
+                f"the domain decides {keys} by a model before planning: give --llm-base-url and "
+                "--llm-model (or the values with --input)"
+            )
+        with make_decider(llm_base_url, llm_model) as decider:
+            decided = decider.decide(problem.htn(), given)
+        decisions = list(decided.records)
+        for record in decisions:
+            why = f" (the answer was refused: {record['refused']})" if record.get("refused") else ""
+            click.echo(f"decided {record['key']} = {json.dumps(record['value'])} by {record['source']}{why}",
+                       err=True)
+        problem = htn_problem(decided.domain, problem)
     if problem_file is None:
         assert isinstance(problem, HtnProblem)
-        return problem, planned(problem)
-    return problem, load_plan(plan_file)
+        return problem, planned(problem), decisions
+    return problem, load_plan(plan_file), decisions
 
 
 def summary(outcome: dict[str, Any]) -> str:

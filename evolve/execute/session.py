@@ -9,7 +9,7 @@ so ``--resume DIR`` needs nothing else.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,7 @@ def start_run(
     on_event: Callable[[dict[str, Any]], None] | None = None,
     hook: Hook | None = None,
     tools: Mapping[str, ToolFn] | None = None,
+    decisions: Sequence[Mapping[str, Any]] = (),
 ) -> Executor:
     """A new run of ``plan`` in ``out_dir`` (which must not hold a journal yet).
 
@@ -124,7 +125,7 @@ def start_run(
     (out_dir / "plan.json").write_text(dump_json(plan.to_dict()))
     warm_up()  # the planned schedule's compiled kernel loads before the run's clock starts
     clock = clock_for(simulate, 0.0)
-    meta = {
+    meta: dict[str, Any] = {
         "problem": problem_doc,
         "plan_source": plan_source,
         "tools": tools_spec,
@@ -135,6 +136,8 @@ def start_run(
         "dispatcher": dispatcher_name,
         "replanner": replanner_name,
     }
+    if decisions:
+        meta["decisions"] = [dict(d) for d in decisions]  # the hoisted decisions made before planning
     if isinstance(problem, HtnProblem) and problem.domain is not None:
         # a resumed run replans by it; text, since the journal sorts keys and method order matters
         meta["htn"] = json.dumps(domain_to_dict(problem.domain)["htn"])

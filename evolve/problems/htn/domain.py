@@ -233,6 +233,21 @@ class CompoundTask:
 
 
 @dataclass(frozen=True)
+class Decision:
+    """A hoisted decision: a state key a small model sets once, before planning (``decide``).
+
+    ``prompt`` is rendered from the state (``{{key}}``); the answer must be one of ``enum``
+    (when given), else ``default`` is taken, else the run does not start (``has_default``
+    tells a ``null`` default from none)."""
+
+    key: str
+    prompt: str
+    enum: tuple[Scalar, ...] | None = None
+    default: Scalar = None
+    has_default: bool = False
+
+
+@dataclass(frozen=True)
 class Domain:
     """A whole HTN domain. ``methods`` keeps file order: the order the planner tries them in."""
 
@@ -245,6 +260,7 @@ class Domain:
     max_depth: int
     max_nodes: int
     source: str = "<domain>"
+    decisions: Mapping[str, Decision] = field(default_factory=dict)
 
     def __hash__(self) -> int:
         return hash((self.name, self.goal, tuple(self.operators), self.methods))

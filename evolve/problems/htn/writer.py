@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from evolve import defaults
-from evolve.problems.htn.domain import All, Domain, Effects, Method, Operator, Unknown, to_doc
+from evolve.problems.htn.domain import All, Decision, Domain, Effects, Method, Operator, Unknown, to_doc
 
 
 def effects_doc(effects: Effects) -> dict[str, Any]:
@@ -71,4 +71,15 @@ def domain_to_dict(domain: Domain) -> dict[str, Any]:
             tasks[name] = spec
     if tasks:
         htn["tasks"] = tasks
+    if domain.decisions:
+        htn["decide"] = {key: decision_doc(d) for key, d in domain.decisions.items()}
     return {"name": domain.name, "htn": htn}
+
+
+def decision_doc(decision: Decision) -> dict[str, Any]:
+    doc: dict[str, Any] = {"prompt": decision.prompt}
+    if decision.enum is not None:
+        doc["enum"] = list(decision.enum)
+    if decision.has_default:
+        doc["default"] = decision.default
+    return doc
