@@ -181,5 +181,17 @@ GENERATE_TOOLS = 60
 SHOW_WIDTH = 100
 """Line width of ``evolve show`` when neither ``--width`` nor a terminal gives one."""
 
+# -- authoring a domain from a trace (evolve author) -------------------------------------------
+AUTHOR_CANDIDATES = 8
+"""Candidate domains ``evolve author`` asks for at first, and children each generation (``--n``)."""
+AUTHOR_GENERATIONS = 4
+"""Generations of LLM mutation ``evolve author`` runs while no candidate passes (``--generations``)."""
+AUTHOR_TEMPERATURE = 0.8
+"""Sampling temperature of the authoring calls: above 0, so the candidates differ (each call has
+a seed of its own, so the reply cache still answers a rerun)."""
+AUTHOR_MAX_TOKENS = 3000
+AUTHOR_RICHNESS = 0.01
+"""Score per method and per guard of a candidate: ranks passers, never outweighs a state."""
+
 RUNS_DIR = "runs"
 """Where new run folders go when no --out is given (``$EVOLVE_RUNS_DIR`` overrides it)."""

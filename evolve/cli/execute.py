@@ -20,12 +20,20 @@ from evolve.cli.common import EXIT_NO, EXIT_OK, friendly, runs_root
 from evolve.cli.options import LlmSettings, llm_options
 from evolve.execute.dispatch import Clock, DaskDispatcher, Dispatcher, WallClock
 from evolve.execute.executor import ExecuteOptions
+from evolve.execute.htn import planned, state_facts
 from evolve.execute.replan import ProposerReplanner, Replanner, SearchReplanner
 from evolve.execute.session import DispatcherFactory, read_run, resume_run, start_run
 from evolve.execute.simulate import parse_fail_rates
+from evolve.llm.decide import make_decider
 from evolve.model.errors import EvolveError
-from evolve.model.files import load_plan
+from evolve.model.files import load_plan, read_document
+from evolve.model.plan import Plan
+from evolve.model.problem import Problem
 from evolve.problems import load_problem
+from evolve.problems.htn import HtnProblem, is_htn_document
+from evolve.problems.htn.inputs import parse_inputs, seeded
+from evolve.problems.htn.pihtn import is_pihtn_document
+from evolve.problems.htn.problem import htn_problem
 from evolve.report import write_execution_report
 from evolve.run.folder import new_run_dir
 
@@ -107,7 +115,7 @@ def progress(as_json: bool) -> Any:
 
 
 @click.command(name="execute")
-@click.argument("plan_file", required=False, type=click.Path(dir_okay=False))
+@click.argument("plan_file", metavar="PLAN_FILE|DOMAIN", required=False, type=click.Path(dir_okay=False))
 @click.option(
     "--problem",
     "problem_file",
@@ -179,6 +187,19 @@ def progress(as_json: bool) -> Any:
     help="The value of an initial fact (JSON, or text); facts not given are null.",
 )
 @click.option(
+    "--input",
+    "input_items",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="HTN domains: a value of the world state before planning (true, 3, null, text).",
+)
+@click.option(
+    "--input-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="HTN domains: a JSON or YAML mapping of world-state values before planning.",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
     default=defaults.EXECUTE_TIMEOUT,
@@ -236,6 +257,8 @@ def execute(
     fail_items: tuple[str, ...],
     seed: int,
     fact_items: tuple[str, ...],
+    input_items: tuple[str, ...],
+    input_file: str | None,
     timeout: float,
     replanner: str,
     replan_generations: int,
@@ -263,21 +286,25 @@ def execute(
         factory = stack.enter_context(dispatcher_for(dispatcher_name, scheduler_address))
         show = progress(as_json)
         if resume_dir is not None:
-            if plan_file is not None or problem_file is not None or simulate or fail_items or fact_items:
+            if (plan_file is not None or problem_file is not None or simulate or fail_items or fact_items
+                    or input_items or input_file):
                 raise click.UsageError(
                     "--resume DIR takes the plan, problem, tools and options from the run's "
-                    "journal: give no PLAN_FILE, --problem, --simulate, --fail or --fact"
+                    "journal: give no PLAN_FILE, --problem, --simulate, --fail, --fact or --input"
                 )
             folder = Path(resume_dir)
             read_run(folder)[0].close()
             executor = resume_run(folder, replanner=proposer_replanner, dispatcher=factory, on_event=show)
         else:
-            if plan_file is None or problem_file is None:
-                raise click.UsageError("give PLAN_FILE and --problem PROBLEM (or --resume DIR)")
+            if plan_file is None:
+                raise click.UsageError(
+                    "give PLAN_FILE and --problem PROBLEM, or an HTN DOMAIN (or --resume DIR)"
+                )
             if not simulate and tools_spec is None:
                 raise click.UsageError("give --tools MODULE:ATTR (or --simulate for a dry run)")
-            problem = load_problem(problem_file)
-            plan = load_plan(plan_file)
+            problem, plan, decisions = problem_and_plan(
+                plan_file, problem_file, input_items, input_file, llm.base_url, llm.model
+            )
             options = ExecuteOptions(
                 max_steps=max_steps,
                 max_replans=max_replans,
@@ -286,7 +313,7 @@ def execute(
                 journal_sync=journal_sync,
             )
             folder = Path(out_dir) if out_dir is not None else new_run_dir(runs_root())
-            facts = parse_facts(fact_items)
+            facts = {**state_facts(problem), **parse_facts(fact_items)}
             unset = [f for f in problem.initial if f not in facts]
             if unset and not as_json:
                 click.echo(f"note: initial facts without a value (null): {', '.join(unset)}", err=True)
@@ -305,6 +332,7 @@ def execute(
                 dispatcher=factory,
                 dispatcher_name=dispatcher_name,
                 on_event=show,
+                decisions=decisions,
             )
         outcome = executor.run()
     written = ["journal.sqlite", "events.jsonl", "outcome.json"]
@@ -319,6 +347,59 @@ def execute(
         click.echo(summary(outcome))
         click.echo(f"written to {folder}/ ({', '.join(written)})")
     sys.exit(EXIT_OK if outcome["status"] == "completed" else EXIT_NO)
+
+
+def problem_and_plan(
+    plan_file: str,
+    problem_file: str | None,
+    input_items: tuple[str, ...],
+    input_file: str | None,
+    llm_base_url: str | None,
+    llm_model: str | None,
+) -> tuple[Problem, Plan, list[dict[str, Any]]]:
+    """The problem, the plan to run and the hoisted decisions made: PLAN_FILE with --problem, or
+    an HTN domain alone (the plan is then the planner's, from the state seeded by --input /
+    --input-file and the domain's decisions)."""
+    if problem_file is None:
+        doc = read_document(plan_file)
+        if not (is_htn_document(doc) or is_pihtn_document(doc)):
+            raise click.UsageError(f"{plan_file} is a plan, not an HTN domain: give --problem PROBLEM")
+    problem = load_problem(problem_file if problem_file is not None else plan_file)
+    given: set[str] = set()
+    decisions: list[dict[str, Any]] = []
+    if input_items or input_file:
+        if not isinstance(problem, HtnProblem):
+            raise click.UsageError("--input and --input-file seed the world state of an HTN domain")
+        domain = problem.htn()
+        if input_file is not None:
+            from_file = read_document(input_file)
+            if not isinstance(from_file, dict):
+                raise EvolveError(f"{input_file}: expected a mapping of world-state keys to values")
+            domain = seeded(domain, from_file, input_file)
+            given.update(from_file)
+        items = parse_inputs(input_items)
+        domain = seeded(domain, items, "--input")
+        given.update(items)
+        problem = htn_problem(domain, problem)
+    if isinstance(problem, HtnProblem) and set(problem.htn().decisions) - given:
+        if not llm_base_url or not llm_model:
+            keys = ", ".join(sorted(set(problem.htn().decisions) - given))
+            raise click.UsageError(
+                f"the domain decides {keys} by a model before planning: give --llm-base-url and "
+                "--llm-model (or the values with --input)"
+            )
+        with make_decider(llm_base_url, llm_model) as decider:
+            decided = decider.decide(problem.htn(), given)
+        decisions = list(decided.records)
+        for record in decisions:
+            why = f" (the answer was refused: {record['refused']})" if record.get("refused") else ""
+            click.echo(f"decided {record['key']} = {json.dumps(record['value'])} by {record['source']}{why}",
+                       err=True)
+        problem = htn_problem(decided.domain, problem)
+    if problem_file is None:
+        assert isinstance(problem, HtnProblem)
+        return problem, planned(problem), decisions
+    return problem, load_plan(plan_file), decisions
 
 
 def summary(outcome: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ import click
 import yaml
 
 from evolve import defaults
+from evolve.cli.author import author
 from evolve.cli.common import friendly
 from evolve.llm.htn import LLMDecomposer, make_htn_fallback
 from evolve.model.errors import InputError
@@ -24,6 +25,7 @@ from evolve.problems.htn import (
     validate_domain,
 )
 from evolve.problems.htn.hddl import read_hddl
+from evolve.problems.htn.pihtn import from_pihtn, is_pihtn_document
 
 FALLBACKS = ("none", "llm")
 FALLBACK_HELP = ("HTN domains: who decomposes a compound task no method applies to: nobody, or an LLM "
@@ -60,6 +62,8 @@ def validate_domain_cmd(domain_file: str, max_states: int, seed: int, as_json: b
     """Check an HTN domain: for every world state its guards tell apart (or a seeded sample), a
     plan exists and reaches the goal. Exit 0 when all do, 1 when some do not, 2 when unreadable."""
     doc = read_document(domain_file)
+    if is_pihtn_document(doc):
+        doc = from_pihtn(doc, domain_file)
     if not is_htn_document(doc):
         raise InputError(domain_file, "htn", "missing: not an HTN domain (no htn section)")
     domain, _ = domain_from_dict(doc, domain_file)
@@ -94,4 +98,4 @@ def hddl_cmd(domain_file: str, problem_file: str, out_file: str) -> None:
                f"{len(document['htn']['methods'])} ground methods)", err=True)
 
 
-COMMANDS = (validate_domain_cmd, hddl_cmd)
+COMMANDS = (validate_domain_cmd, hddl_cmd, author)  # author: evolve.cli.author

@@ -29,6 +29,7 @@ from evolve.execute.calls import start_ready
 from evolve.execute.context import POINTS, Hook, RunContext, no_hook
 from evolve.execute.dispatch import Dispatcher
 from evolve.execute.events import EventLog
+from evolve.execute.htn import goal_unmet
 from evolve.execute.journal import Journal
 from evolve.execute.options import ExecuteOptions
 from evolve.execute.outcome import Reason, build_outcome, criteria_made, verdict
@@ -139,8 +140,10 @@ class Executor:
                     ctx.dispatcher.collect(timer)  # nothing runs: wait for the retry's time
                     continue
                 break
-            made = criteria_made(ctx.problem, ctx.state.plan, ctx.state.status, ctx.state.outputs)
-            return self.outcome(*verdict(made, ctx.stop))
+            state = ctx.state
+            made = criteria_made(ctx.problem, state.plan, state.status, state.outputs)
+            unmet = goal_unmet(ctx.problem, state.plan, state.status, state.outputs)
+            return self.outcome(*verdict(made, ctx.stop, unmet))
         finally:
             ctx.dispatcher.close()
             ctx.log.close()

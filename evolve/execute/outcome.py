@@ -6,7 +6,7 @@ the outcome of the whole run, not of its last session.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
@@ -58,9 +58,13 @@ def criteria_made(
     return made
 
 
-def verdict(made: Mapping[str, str | None], stop: Stop | None) -> tuple[Reason, str]:
-    """The run's reason and message: a budget spent after the goal was met is still a success."""
-    missing = [c for c, tid in made.items() if tid is None]
+def verdict(made: Mapping[str, str | None], stop: Stop | None,
+            unmet: Sequence[str] = ()) -> tuple[Reason, str]:
+    """The run's reason and message: a budget spent after the goal was met is still a success.
+
+    ``unmet`` are goals judged outside the criteria (an HTN domain's goal in the replayed world,
+    :func:`evolve.execute.htn.goal_unmet`): the goal is met only when both are empty."""
+    missing = [c for c, tid in made.items() if tid is None] + list(unmet)
     if stop is not None and stop.reason not in ("step_budget", "replan_budget"):
         return stop.reason, stop.message
     if not missing:
@@ -137,6 +141,7 @@ def build_outcome(
         "reconciled": sum(1 for c in calls if c.status == "reconciled"),
         "unknown": sorted(r.task_id for r in rows.values() if r.status == "unknown"),
         "criteria": dict(criteria),
+        **({"decisions": meta["decisions"]} if "decisions" in meta else {}),
         "tasks": {
             r.task_id: {
                 "tool": r.tool,

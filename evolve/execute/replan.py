@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from evolve import defaults
+from evolve.execute.htn import HtnNow, htn_now, plan_htn
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.evaluation import evaluate_plan
 from evolve.fitness.registry import resolve_all
@@ -55,6 +56,9 @@ class Situation:
     reason: str
     given: frozenset[str] = frozenset()
     """The facts initial before the run began."""
+    htn: HtnNow | None = None
+    """For a plan of an HTN domain: the world its done steps left (it is replanned from there by
+    the HTN planner, whichever replanner is asked)."""
 
 
 def made_facts(problem: Problem, task: Task, outputs: Mapping[str, Any] | None) -> list[str]:
@@ -127,7 +131,18 @@ def situation(
         excluded=tuple(sorted(excluded_set)),
         reason=reason,
         given=problem.initial_set(),
+        htn=htn_now(problem, live, status, outputs),
     )
+
+
+def htn_proposal(situation: Situation, folder: Path) -> Proposal | None:
+    """The HTN planner's plan from the world as it is: the domain owns structure, order and
+    backtracking, so an HTN plan is never replanned by editing its task graph."""
+    assert situation.htn is not None
+    made = plan_htn(situation.htn, set(situation.excluded), folder)
+    if made.plan is None:
+        return None
+    return Proposal(plan=made.plan, source="htn", folder=str(folder), note=made.note)
 
 
 @dataclass(frozen=True)
@@ -164,6 +179,8 @@ class SearchReplanner:
         self.keep = keep
 
     def propose(self, situation: Situation, revision: int, seed: int, folder: Path) -> Proposal | None:
+        if situation.htn is not None:
+            return htn_proposal(situation, folder)
         if not situation.problem.criteria:
             return Proposal(plan=Plan(), source=self.name, note="every criterion is already made")
         options = SearchOptions(
@@ -191,6 +208,8 @@ class ProposerReplanner:
         self.name = proposer.name
 
     def propose(self, situation: Situation, revision: int, seed: int, folder: Path) -> Proposal | None:
+        if situation.htn is not None:
+            return htn_proposal(situation, folder)
         problem = situation.problem
         if not problem.criteria:
             return Proposal(plan=Plan(), source=self.name, note="every criterion is already made")
@@ -313,7 +332,10 @@ def translate(
         if task.id in gone:
             continue
         if task.id in reused:
-            kept = tuple(dict.fromkeys([*reused[task.id], *(d for d in task.deps if d not in gone)]))
+            # a dep on a task that failed for good would hold it forever: the proposal says
+            # what the kept task waits for now
+            old = (d for d in task.deps if d not in gone and status.get(d) != "failed")
+            kept = tuple(dict.fromkeys([*reused[task.id], *old]))
             if set(kept) != set(task.deps):
                 task = replace(task, deps=kept)
                 updated.append(task)

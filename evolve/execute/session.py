@@ -8,7 +8,8 @@ so ``--resume DIR`` needs nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import json
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from evolve.execute.dispatch import (
     WallClock,
 )
 from evolve.execute.executor import ExecuteOptions, Executor, Hook
+from evolve.execute.htn_tools import bind_htn_tools
 from evolve.execute.journal import Journal, JournalError
 from evolve.execute.replan import Replanner
 from evolve.execute.simulate import simulated_tools
@@ -30,6 +32,8 @@ from evolve.model.files import problem_from_dict, problem_to_dict
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 from evolve.model.validate import validate
+from evolve.problems.htn import HtnProblem, htn_problem_from_dict
+from evolve.problems.htn.writer import domain_to_dict
 from evolve.run.folder import dump_json, make_folder
 from evolve.scheduling.kernel import warm_up
 
@@ -46,7 +50,7 @@ def tool_table(
     ``evolve.tools`` entry points provide for the catalog (a tool the plan uses must be there)."""
     if simulate:
         return simulated_tools(problem, fail_rates, seed)
-    table = load_tools(spec, problem.tools)
+    table = bind_htn_tools(problem, load_tools(spec, problem.tools))
     missing = sorted({t.tool for t in plan.tasks if t.tool not in table})
     if missing:
         where = f"--tools {spec}" if spec else "no --tools given"
@@ -83,6 +87,7 @@ def start_run(
     on_event: Callable[[dict[str, Any]], None] | None = None,
     hook: Hook | None = None,
     tools: Mapping[str, ToolFn] | None = None,
+    decisions: Sequence[Mapping[str, Any]] = (),
 ) -> Executor:
     """A new run of ``plan`` in ``out_dir`` (which must not hold a journal yet).
 
@@ -105,6 +110,7 @@ def start_run(
     if tools is None:
         tools = tool_table(problem, plan, tools_spec, simulate, rates, options.seed)
     else:
+        tools = tools if simulate else bind_htn_tools(problem, tools)
         missing = sorted({t.tool for t in plan.tasks if t.tool not in tools})
         if missing:
             raise ToolError(f"no callable for {', '.join(missing)}")
@@ -119,7 +125,7 @@ def start_run(
     (out_dir / "plan.json").write_text(dump_json(plan.to_dict()))
     warm_up()  # the planned schedule's compiled kernel loads before the run's clock starts
     clock = clock_for(simulate, 0.0)
-    meta = {
+    meta: dict[str, Any] = {
         "problem": problem_doc,
         "plan_source": plan_source,
         "tools": tools_spec,
@@ -130,6 +136,11 @@ def start_run(
         "dispatcher": dispatcher_name,
         "replanner": replanner_name,
     }
+    if decisions:
+        meta["decisions"] = [dict(d) for d in decisions]  # the hoisted decisions made before planning
+    if isinstance(problem, HtnProblem) and problem.domain is not None:
+        # a resumed run replans by it; text, since the journal sorts keys and method order matters
+        meta["htn"] = json.dumps(domain_to_dict(problem.domain)["htn"])
     return Executor.start(
         problem,
         plan,
@@ -156,7 +167,18 @@ def read_run(run_dir: Path) -> tuple[Journal, dict[str, Any], Problem]:
     meta = journal.meta()
     if "problem" not in meta or "options" not in meta:
         raise JournalError(f"{path}: the run never started (no record of its problem); start it again")
-    return journal, meta, problem_from_dict(meta["problem"], str(path))
+    return journal, meta, problem_of(meta, str(path))
+
+
+CATALOG_KEYS = ("name", "objective", "scopes", "limits", "resources", "policy")
+
+
+def problem_of(meta: Mapping[str, Any], source: str) -> Problem:
+    """The run's problem as its journal keeps it: an HTN domain with its catalog keys, or data."""
+    if "htn" in meta:
+        doc = {k: v for k, v in meta["problem"].items() if k in CATALOG_KEYS}
+        return htn_problem_from_dict({**doc, "htn": json.loads(meta["htn"])}, source)
+    return problem_from_dict(meta["problem"], source)
 
 
 def resume_run(
@@ -181,10 +203,12 @@ def resume_run(
     if simulate:
         tools = simulated_tools(problem, meta.get("fail") or {}, options.seed)
     elif tools is None:
-        tools = load_tools(meta.get("tools"), problem.tools)
+        tools = bind_htn_tools(problem, load_tools(meta.get("tools"), problem.tools))
         missing = sorted(t for t in plan_tools if t not in tools)
         if missing:
             raise ToolError(f"--tools {meta.get('tools')}: no callable for {', '.join(missing)}")
+    else:
+        tools = bind_htn_tools(problem, tools)
     events = journal.events()
     offset = float(events[-1].get("time", 0.0)) if events else 0.0
     warm_up()

@@ -19,6 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evolve.llm.client import CallError, ChatClient
+from evolve.llm.usage import Usage
+
 
 def canonical(data: object) -> str:
     """Stable JSON text: the same data always gives the same bytes, hence the same hash."""
@@ -76,3 +79,36 @@ class ReplyCache:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+def call_entry(client: ChatClient, messages: Sequence[Mapping[str, str]],
+               settings: Mapping[str, Any]) -> dict[str, Any]:
+    """One call's whole outcome as a cache entry: the text, or the failure's kind and detail,
+    with tokens, latency and attempts (a failure is an outcome too; see the module docstring)."""
+    try:
+        done = client.complete(messages, settings)
+    except CallError as exc:
+        return {"error": exc.kind, "detail": exc.message[:300], "prompt_tokens": 0, "completion_tokens": 0,
+                "latency": round(exc.latency, 3), "attempts": exc.attempts}
+    return {"text": done.text, "prompt_tokens": done.prompt_tokens,
+            "completion_tokens": done.completion_tokens, "latency": round(done.latency, 3),
+            "attempts": done.attempts}
+
+
+def cached_call(client: ChatClient, cache: ReplyCache | None, usage: Usage,
+                messages: Sequence[Mapping[str, str]],
+                settings: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The call's entry, from ``cache`` when it holds it (then nothing is sent), else made and
+    stored; counted in ``usage`` either way. Returns the entry and whether it was cached."""
+    key = cache_key(client.model, messages, settings)
+    entry = cache.get(key) if cache is not None else None
+    cached = entry is not None
+    if entry is None:
+        entry = call_entry(client, messages, settings)
+        if cache is not None:
+            cache.put(key, {"model": client.model, **entry})
+    usage.called(cached=cached, prompt_tokens=int(entry.get("prompt_tokens", 0)),
+                 completion_tokens=int(entry.get("completion_tokens", 0)),
+                 attempts=0 if cached else int(entry.get("attempts", 0)),
+                 latency=0.0 if cached else float(entry.get("latency", 0.0)))
+    return entry, cached

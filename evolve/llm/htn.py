@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from evolve import defaults
-from evolve.llm.cache import ReplyCache, cache_key, default_cache_dir, prompt_hash
-from evolve.llm.client import CallError, ChatClient, OwnsClient
+from evolve.llm.cache import ReplyCache, cached_call, default_cache_dir, prompt_hash
+from evolve.llm.client import ChatClient, OwnsClient
 from evolve.llm.factory import API_KEY_ENV, api_key_from_env
 from evolve.llm.reply import Rejected, extract_json
 from evolve.llm.usage import Usage
@@ -116,17 +116,7 @@ class LLMDecomposer(OwnsClient):
         self.consulted += 1
         messages = build_messages(task, state, operators, tasks)
         settings = self.settings(sorted({*operators, *tasks}))
-        key = cache_key(self.model, messages, settings)
-        entry = self.cache.get(key) if self.cache is not None else None
-        cached = entry is not None
-        if entry is None:
-            entry = self.call(messages, settings)
-            if self.cache is not None:
-                self.cache.put(key, {"model": self.model, **entry})
-        else:
-            self.usage.called(cached=True, prompt_tokens=int(entry.get("prompt_tokens", 0)),
-                              completion_tokens=int(entry.get("completion_tokens", 0)), attempts=0,
-                              latency=0.0)
+        entry, cached = cached_call(self.client, self.cache, self.usage, messages, settings)
         meta = {"model": self.model, "prompt_hash": prompt_hash(messages), "cached": cached,
                 "tokens": {"prompt": entry.get("prompt_tokens", 0),
                            "completion": entry.get("completion_tokens", 0)},
@@ -142,22 +132,6 @@ class LLMDecomposer(OwnsClient):
             return FallbackReply(None, error=exc.reason, detail=exc.detail, meta=meta)
         self.usage.judged(None)
         return FallbackReply(subtasks, reason=reason, meta=meta)
-
-    def call(self, messages: list[dict[str, str]], settings: dict[str, Any]) -> dict[str, Any]:
-        entry: dict[str, Any]
-        try:
-            done = self.client.complete(messages, settings)
-        except CallError as exc:
-            entry = {"error": exc.kind, "detail": exc.message[:300], "prompt_tokens": 0,
-                     "completion_tokens": 0, "latency": round(exc.latency, 3), "attempts": exc.attempts}
-        else:
-            entry = {"text": done.text, "prompt_tokens": done.prompt_tokens,
-                     "completion_tokens": done.completion_tokens, "latency": round(done.latency, 3),
-                     "attempts": done.attempts}
-        self.usage.called(cached=False, prompt_tokens=entry["prompt_tokens"],
-                          completion_tokens=entry["completion_tokens"], attempts=entry["attempts"],
-                          latency=entry["latency"])
-        return entry
 
     def usage_summary(self) -> dict[str, Any]:
         return {"model": self.model, "max_calls": self.max_calls, **self.usage.summary()}

@@ -267,14 +267,19 @@ def read_file_bytes(path: str | Path) -> bytes:
     return data
 
 
+def read_text_file(path: str | Path) -> str:
+    """A UTF-8 text file within :data:`MAX_FILE_BYTES`; any failure is one line naming it."""
+    try:
+        return read_file_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), "", f"not UTF-8 text (byte {exc.start})") from None
+
+
 def read_document(path: str | Path) -> Any:
     """Parse a YAML or JSON file (JSON is YAML, but its errors read better from ``json``), within
     the bounds of :mod:`evolve.model.limits`."""
     source = str(path)
-    try:
-        text = read_file_bytes(path).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(source, "", f"not UTF-8 text (byte {exc.start})") from None
+    text = read_text_file(path)
     try:
         if source.endswith(".json"):
             doc = json.loads(text, object_pairs_hook=unique_pairs)

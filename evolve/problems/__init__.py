@@ -16,6 +16,7 @@ from evolve.model.feasibility import unreachable_criteria
 from evolve.model.files import problem_from_dict, read_document
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
+from evolve.problems.htn.pihtn import from_pihtn, is_pihtn_document
 from evolve.problems.htn.problem import htn_problem_from_dict
 from evolve.problems.htn.reader import is_htn_document
 from evolve.problems.rcpsp.operators import ACTIVITY_LIST
@@ -25,7 +26,8 @@ from evolve.search.toolchoice import KICK_WEIGHT, ToolChoice
 
 
 def load_problem(path: str | Path) -> Problem:
-    """Read a problem file: YAML or JSON, or a PSPLIB ``.sm`` / Patterson ``.rcp`` instance.
+    """Read a problem file: YAML or JSON (an HTN domain in evolve's form or pi-htn's), or a
+    PSPLIB ``.sm`` / Patterson ``.rcp`` instance.
 
     A catalog problem whose criteria no plan can reach is refused here
     (:class:`~evolve.model.errors.InfeasibleProblem`, naming each and why), not
@@ -33,6 +35,8 @@ def load_problem(path: str | Path) -> Problem:
     if Path(path).suffix in RCPSP_FORMATS:
         return load_rcpsp_problem(path)
     doc = read_document(path)
+    if is_pihtn_document(doc):
+        doc = from_pihtn(doc, str(path))
     if is_htn_document(doc):
         return htn_problem_from_dict(doc, str(path))
     problem = problem_from_dict(doc, str(path))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 Scalar = str | int | float | bool | None
 
@@ -196,6 +197,11 @@ class Operator:
     uses: Mapping[str, float] = field(default_factory=dict)
     llm_calls: int = 0
     description: str = ""
+    prompt: str | None = None
+    """A prompt for a small model that fills the tool's arguments at run time (``{{key}}`` from
+    the state); carried with the domain, not used by the planner."""
+    exec_spec: Mapping[str, Any] | None = None
+    """The file's ``exec``: how a runtime runs the tool (``cmd`` and ``args``); carried only."""
 
     def __hash__(self) -> int:
         return hash(self.name)
@@ -227,6 +233,21 @@ class CompoundTask:
 
 
 @dataclass(frozen=True)
+class Decision:
+    """A hoisted decision: a state key a small model sets once, before planning (``decide``).
+
+    ``prompt`` is rendered from the state (``{{key}}``); the answer must be one of ``enum``
+    (when given), else ``default`` is taken, else the run does not start (``has_default``
+    tells a ``null`` default from none)."""
+
+    key: str
+    prompt: str
+    enum: tuple[Scalar, ...] | None = None
+    default: Scalar = None
+    has_default: bool = False
+
+
+@dataclass(frozen=True)
 class Domain:
     """A whole HTN domain. ``methods`` keeps file order: the order the planner tries them in."""
 
@@ -239,6 +260,7 @@ class Domain:
     max_depth: int
     max_nodes: int
     source: str = "<domain>"
+    decisions: Mapping[str, Decision] = field(default_factory=dict)
 
     def __hash__(self) -> int:
         return hash((self.name, self.goal, tuple(self.operators), self.methods))

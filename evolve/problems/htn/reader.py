@@ -9,6 +9,7 @@ in a problem file and are read by the same code.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from evolve.problems.htn.domain import (
     TRUE,
     All,
     CompoundTask,
+    Decision,
     Domain,
     Effects,
     Eq,
@@ -30,12 +32,15 @@ from evolve.problems.htn.domain import (
     Scalar,
     Unknown,
     Value,
+    read_keys,
 )
 
 DOMAIN_KEYS = ("name", "objective", "htn", "tools", "scopes", "limits", "resources", "policy")
-HTN_KEYS = ("state", "goal", "operators", "methods", "tasks", "max_depth", "max_nodes")
+HTN_KEYS = ("state", "goal", "operators", "methods", "tasks", "max_depth", "max_nodes", "decide")
+DECISION_KEYS = ("prompt", "enum", "default")
 OPERATOR_KEYS = ("pre", "effects", "duration", "cost", "tool", "risk", "scope", "uses", "llm_calls",
-                 "description")
+                 "description", "prompt", "exec")
+EXEC_KEYS = ("cmd", "args")
 METHOD_KEYS = ("task", "pre", "subtasks", "unordered")
 TASK_KEYS = ("achieves", "description")
 EFFECT_KEYS = ("set", "unset")
@@ -107,7 +112,34 @@ def domain_from_dict(data: object, source: str = "<domain>") -> tuple[Domain, Pr
         max_nodes=r.optional(htn, "max_nodes", "htn", lambda v, p: r.integer(v, p, 1),
                              defaults.HTN_MAX_NODES),
         source=source)
+    decide = any_mapping(r, htn, "decide", "htn")
+    if decide:
+        known = {*domain.state, *(k for m in methods for k in read_keys(m.pre)),
+                 *(k for op in operators.values() for k in (*read_keys(op.pre), *op.effects.writes()))}
+        domain = replace(domain, decisions={key: read_decision(r, key, spec, known)
+                                            for key, spec in decide.items()})
     return domain, catalog
+
+
+def read_decision(r: Reader, key: str, spec: object, known: set[str]) -> Decision:
+    path = f"htn.decide.{key}"
+    if key not in known:
+        raise r.fail(path, "not a key the domain's state, guards or effects name")
+    doc = r.mapping(spec, path, DECISION_KEYS)
+    if "prompt" not in doc:
+        raise r.fail(join(path, "prompt"), "missing")
+    enum: tuple[Scalar, ...] | None = None
+    if "enum" in doc:
+        raw = doc["enum"]
+        if not isinstance(raw, list) or not raw:
+            raise r.fail(join(path, "enum"), f"expected a non-empty list of values, got {describe(raw)}")
+        enum = tuple(scalar(r, v, f"{path}.enum[{i}]") for i, v in enumerate(raw))
+    default = scalar(r, doc["default"], join(path, "default")) if "default" in doc else None
+    if "default" in doc and enum is not None and not any(
+            type(default) is type(v) and default == v for v in enum):
+        raise r.fail(join(path, "default"), f"{describe(default)} is not one of the enum")
+    return Decision(key=key, prompt=r.text(doc["prompt"], join(path, "prompt")), enum=enum, default=default,
+                    has_default="default" in doc)
 
 
 def any_mapping(r: Reader, doc: Mapping[str, Any], key: str, path: str) -> dict[str, Any]:
@@ -197,7 +229,20 @@ def read_operator(r: Reader, name: str, spec: object, tools: Mapping[str, Tool])
                              tool.llm_calls if tool else 0),
         description=r.optional(doc, "description", path, lambda v, p: str(v),
                                tool.description if tool else ""),
+        prompt=r.optional(doc, "prompt", path, r.text, None),
+        exec_spec=r.optional(doc, "exec", path, lambda v, p: read_exec(r, v, p), None),
     )
+
+
+def read_exec(r: Reader, value: object, path: str) -> dict[str, Any]:
+    """``exec: {cmd, args}``: a command and its argument list (``{{key}}`` templates allowed)."""
+    doc = r.mapping(value, path, EXEC_KEYS)
+    if "cmd" not in doc:
+        raise r.fail(join(path, "cmd"), "missing")
+    args = doc.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise r.fail(join(path, "args"), f"expected a list of strings, got {describe(args)}")
+    return {"cmd": r.string(doc["cmd"], join(path, "cmd")), "args": list(args)}
 
 
 def read_effects(r: Reader, value: object, path: str, tool_name: str | None, tool: Tool | None) -> Effects:

@@ -1,0 +1,146 @@
+"""Hoisted decisions: the one narrow guess a small model makes before planning.
+
+A domain may declare ``decide: {failure_class: {prompt: "...{{test_output}}...", enum: [flaky,
+lint, test], default: test}}``. The prompt is rendered from the state (``{{key}}``; a key not in
+it renders empty), the model is asked for one JSON object (json mode, temperature 0, through the
+same client and reply cache as every other call) and the answer is validated: a value of the
+enum is merged into the state, which a select then branches on like on any key; a reply out of
+the enum, unparsable, or a failed call takes the ``default`` with the reason recorded; without a
+default the run does not start (fail closed), naming why. Nothing in the reply is executed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from evolve import defaults
+from evolve.llm.cache import ReplyCache, cached_call, default_cache_dir, prompt_hash
+from evolve.llm.client import ChatClient, OwnsClient
+from evolve.llm.factory import API_KEY_ENV, api_key_from_env
+from evolve.llm.reply import Rejected, extract_json
+from evolve.llm.usage import Usage
+from evolve.model.errors import RunFailed
+from evolve.problems.htn.domain import Decision, Domain, Scalar
+
+SYSTEM = ("You make one narrow decision for an automated runbook. "
+          "Answer with one JSON object and nothing else.")
+TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_][\w.\-]*)\s*\}\}")
+MAX_TOKENS = 64
+
+
+def render(template: str, state: Mapping[str, Any]) -> str:
+    """``{{key}}`` replaced by the state's value (text as it is, others as JSON would write them)."""
+    def value(match: re.Match[str]) -> str:
+        found = state.get(match.group(1))
+        if found is None:
+            return ""
+        if isinstance(found, bool):
+            return "true" if found else "false"
+        return str(found)
+    return TEMPLATE.sub(value, template)
+
+
+def messages_for(decision: Decision, state: Mapping[str, Any]) -> list[dict[str, str]]:
+    allowed = (f' one of {", ".join(repr(v) for v in decision.enum)}' if decision.enum is not None else "")
+    user = (f"{render(decision.prompt, state)}\n\n"
+            f'Answer {{"{decision.key}": <value>}} with the value{allowed}.')
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def judged(decision: Decision, text: str) -> Scalar:
+    """The answer's value; raises :class:`Refused` (``parse``, ``schema``, ``enum``, ...)."""
+    try:
+        doc = extract_json(text)
+    except Rejected as exc:
+        raise Refused(exc.reason, exc.detail) from None
+    if not isinstance(doc, dict) or decision.key not in doc:
+        raise Refused("schema", f'expected {{"{decision.key}": ...}}')
+    value = doc[decision.key]
+    if value is not None and not isinstance(value, (str, int, float, bool)):
+        raise Refused("schema", f"{decision.key} must be a string, number, true/false or null")
+    if decision.enum is not None and not any(type(value) is type(v) and value == v for v in decision.enum):
+        raise Refused("enum", f"{value!r} is not one of {list(decision.enum)}")
+    return value
+
+
+class Refused(Exception):
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class Decided:
+    """The state after the decisions, and one record a decision (for the run folder)."""
+
+    domain: Domain
+    records: tuple[dict[str, Any], ...]
+
+
+class Decider(OwnsClient):
+    """Asks the domain's decisions (see the module docstring)."""
+
+    def __init__(self, client: ChatClient, *, cache: ReplyCache | None = None, seed: int = 0,
+                 response_format: str = "json_object") -> None:
+        self.client = client
+        self.cache = cache
+        self.seed = seed
+        self.response_format = response_format
+        self.usage = Usage()
+
+    def settings(self, decision: Decision) -> dict[str, Any]:
+        body: dict[str, Any] = {"temperature": 0.0, "max_tokens": MAX_TOKENS, "seed": self.seed}
+        if self.response_format == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        elif self.response_format == "json_schema":
+            value: dict[str, Any] = {"enum": list(decision.enum)} if decision.enum is not None else {}
+            schema = {"type": "object", "properties": {decision.key: value}, "required": [decision.key],
+                      "additionalProperties": False}
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "decision", "schema": schema}}
+        return body
+
+    def decide(self, domain: Domain, given: set[str] | frozenset[str] = frozenset()) -> Decided:
+        """Every decision of ``domain`` whose key is not in ``given`` (plan input wins), in order,
+        each rendered from the state the earlier ones made."""
+        state: dict[str, Scalar] = dict(domain.state)
+        records = []
+        for key, decision in domain.decisions.items():
+            if key in given:
+                records.append({"key": key, "value": state.get(key), "source": "input"})
+                continue
+            messages = messages_for(decision, state)
+            settings = self.settings(decision)
+            entry, cached = cached_call(self.client, self.cache, self.usage, messages, settings)
+            record: dict[str, Any] = {"key": key, "prompt_hash": prompt_hash(messages), "cached": cached}
+            try:
+                if "error" in entry:
+                    self.usage.call_failed(str(entry["error"]))
+                    raise Refused(str(entry["error"]), str(entry.get("detail", "")))
+                value = judged(decision, str(entry.get("text", "")))
+                self.usage.judged(None)
+                record.update(value=value, source="model")
+            except Refused as exc:
+                self.usage.judged(exc.reason)
+                if not decision.has_default:
+                    raise RunFailed(f"{domain.source}: htn.decide.{key}: the model's answer was "
+                                    f"refused ({exc.reason}: {exc.detail}) and there is no default") from None
+                record.update(value=decision.default, source="default", refused=exc.reason,
+                              detail=exc.detail[:200])
+            state[key] = record["value"]
+            records.append(record)
+        return Decided(replace(domain, state=state), tuple(records))
+
+
+def make_decider(base_url: str, model: str, *, timeout: float = defaults.LLM_TIMEOUT,
+                 cache_dir: str | None = None, seed: int = defaults.SEED) -> Decider:
+    """A :class:`Decider` for ``base_url``: the key from the environment only, replies cached under
+    the default cache folder (or ``cache_dir``)."""
+    client = ChatClient(base_url, model, api_key=api_key_from_env(API_KEY_ENV), timeout=timeout,
+                        max_retries=defaults.LLM_MAX_RETRIES, backoff=defaults.LLM_BACKOFF)
+    return Decider(client, cache=ReplyCache(cache_dir if cache_dir is not None else default_cache_dir()),
+                   seed=seed)
