@@ -1,5 +1,6 @@
 """evolve: evolutionary search for the best plan (a task graph) for a planning problem."""
 
+from evolve.agent import AgentResult, PlanExecuteAgent, make_deterministic_planner
 from evolve.execute.tools import ToolFailure
 from evolve.fitness.evaluation import Evaluation, evaluate_plan
 from evolve.model.errors import EvolveError, InputError
@@ -23,6 +24,7 @@ from evolve.search.ranking import Ranking
 __all__ = [
     "DEFAULTS",
     "STRUCTURAL",
+    "AgentResult",
     "Builder",
     "Candidate",
     "Evaluation",
@@ -34,6 +36,7 @@ __all__ = [
     "OperatorSet",
     "Plan",
     "PlanError",
+    "PlanExecuteAgent",
     "Policy",
     "Problem",
     "Ranking",
@@ -52,6 +55,7 @@ __all__ = [
     "evaluate_plan",
     "load_plan",
     "load_problem",
+    "make_deterministic_planner",
     "parse_expression",
     "parse_ref",
     "plan_from_dict",

@@ -115,6 +115,15 @@ REPLAN_GENERATIONS = 12
 """Generations of the search that replans (its population and seed: the search's defaults and
 the run's seed plus the revision)."""
 
+# -- the plan-execute agent and the workflow patterns (see evolve.agent, evolve.patterns) ------
+AGENT_PLAN_ATTEMPTS = 3
+"""Answers a planner may give per plan: a plan the validator rejects goes back to it with the
+errors, and after this many the run ends with ``no_plan``."""
+PATTERN_VOTERS = 5
+"""Samples ``parallel_vote`` draws (``n``)."""
+PATTERN_MAX_ITER = 5
+"""Rounds ``evaluator_optimizer`` may spend before it stops without a PASS (``max_iter``)."""
+
 # -- HTN domains (see evolve.problems.htn) -------------------------------------------------------
 HTN_MAX_DEPTH = 12
 """How deep compound tasks may nest (``htn.max_depth``); past it a branch fails, so a recursive

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -55,6 +55,13 @@ class Situation:
     reason: str
     given: frozenset[str] = frozenset()
     """The facts initial before the run began."""
+    failed: Task | None = None
+    """The task whose failure (or false ``assumes``) asked for this replan, when ``reason`` names
+    one (the executor's reasons begin with the task's id)."""
+    done: tuple[Task, ...] = ()
+    """The live plan's done tasks, in plan order."""
+    outputs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """The done tasks' outputs by task id: the partial results a replanner may build on."""
 
 
 def made_facts(problem: Problem, task: Task, outputs: Mapping[str, Any] | None) -> list[str]:
@@ -120,6 +127,7 @@ def situation(
                 name=task.name,
             )
         )
+    done = tuple(t for t in live.tasks if status.get(t.id) == "done")
     return Situation(
         problem=now,
         producers=producers,
@@ -127,6 +135,9 @@ def situation(
         excluded=tuple(sorted(excluded_set)),
         reason=reason,
         given=problem.initial_set(),
+        failed=live.by_id().get(reason.split(" ", 1)[0]),
+        done=done,
+        outputs={t.id: dict(outputs.get(t.id) or {}) for t in done},
     )
 
 
