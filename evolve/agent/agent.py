@@ -37,7 +37,7 @@ from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 from evolve.problems import load_problem
 from evolve.report import write_execution_report
-from evolve.run.folder import dump_json, make_folder
+from evolve.run.folder import dump_json, make_folder, new_run_dir, runs_root
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,8 @@ class AgentResult:
     outputs: Mapping[str, Mapping[str, Any]]
     out: Path
     outcome: Mapping[str, Any] = field(default_factory=dict)
+    made: Mapping[str, Any] = field(default_factory=dict)
+    """Each criterion made, and its value (from the task the executor credits with it)."""
 
     @property
     def goal_met(self) -> bool:
@@ -72,6 +74,7 @@ class AgentResult:
             "revisions": [d.to_dict() for d in self.revisions],
             "plans": [p.to_dict() for p in self.plans],
             "outputs": {k: dict(v) for k, v in self.outputs.items()},
+            "made": dict(self.made),
             "out": str(self.out),
         }
 
@@ -101,7 +104,8 @@ class PlanExecuteAgent:
     plan search, :class:`SearchPlanner`). ``replanner``: who proposes a plan after a failure: a
     planner callable, an executor :class:`Replanner` (e.g. the LLM one), or ``None`` for the
     planner itself (the search when the planner is the search). ``max_steps`` counts every tool
-    call and replan, ``max_replans`` the replans; both are hard. ``out``: the run folder.
+    call and replan, ``max_replans`` the replans; both are hard. ``out``: the run folder (default:
+    a new one under ``runs/``). ``facts``: the values of the problem's initial facts.
     """
 
     def __init__(
@@ -112,8 +116,9 @@ class PlanExecuteAgent:
         replanner: Replanner | Planner | None = None,
         max_steps: int = defaults.EXECUTE_MAX_STEPS,
         max_replans: int = defaults.EXECUTE_MAX_REPLANS,
-        out: str | Path = "agent-run",
+        out: str | Path | None = None,
         *,
+        facts: Mapping[str, Any] | None = None,
         attempts: int = defaults.AGENT_PLAN_ATTEMPTS,
         seed: int = defaults.SEED,
         timeout: float = defaults.EXECUTE_TIMEOUT,
@@ -124,7 +129,8 @@ class PlanExecuteAgent:
             raise EvolveError(f"attempts must be >= 1, got {attempts}")
         self.problem = problem if isinstance(problem, Problem) else load_problem(problem)
         self.tools = dict(tools)
-        self.out = Path(out)
+        self.out = Path(out) if out is not None else new_run_dir(runs_root())
+        self.facts = dict(facts or {})
         self.planner: Planner = planner or SearchPlanner(self.problem, self.out / "plan", seed=seed)
         self.replanner = replanner
         self.options = ExecuteOptions(
@@ -178,6 +184,7 @@ class PlanExecuteAgent:
                 options=self.options,
                 replanner=replanner,
                 replanner_name=replanner.name,
+                facts=self.facts,
                 on_event=self.on_event,
             )
         outcome = executor.run()
@@ -208,6 +215,11 @@ class PlanExecuteAgent:
             for tid, row in rows.items()
             if row.status == "done" and row.outputs is not None
         }
+        made = {}
+        for fact, tid in (outcome.get("criteria") or {}).items():
+            row = rows.get(tid) if tid else None
+            if row is not None and row.outputs is not None and fact in row.outputs:
+                made[fact] = row.outputs[fact]
         return AgentResult(
             status=outcome["status"],
             reason=outcome["reason"],
@@ -217,4 +229,5 @@ class PlanExecuteAgent:
             outputs=outputs,
             out=self.out,
             outcome=dict(outcome),
+            made=made,
         )

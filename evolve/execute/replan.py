@@ -314,7 +314,7 @@ def translate(
             wkey = f"{wkey}@r{revision}"
         if wkey is not None:
             used_keys.add(wkey)
-        moved = renamed(task, {pid: new_id})
+        moved = renamed(task, mapping)  # its when and assumes may read tasks proposed before it
         added.append(replace(moved, id=new_id, deps=tuple(deps), inputs=inputs, idempotency_key=wkey))
     invalidate = tuple(t.id for t in pending if t.id not in reused)
     gone = set(invalidate)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,15 @@ class RunOutcome:
     out_dir: Path
     result: SearchResult
     summary: dict[str, Any]
+
+
+RUNS_DIR_VARIABLE = "EVOLVE_RUNS_DIR"
+
+
+def runs_root() -> str:
+    """Where a new run folder goes when no folder is given: ``$EVOLVE_RUNS_DIR``, else ``runs/``
+    in the working folder (the test suite points the variable at a temporary folder)."""
+    return os.environ.get(RUNS_DIR_VARIABLE) or RUNS_DIR
 
 
 def new_run_dir(root: str | Path = RUNS_DIR) -> Path:
