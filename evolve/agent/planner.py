@@ -23,6 +23,7 @@ from typing import Any
 
 from evolve import defaults
 from evolve.execute.replan import Proposal, Situation
+from evolve.execute.replan import last_error as replan_error
 from evolve.model.coverage import covered_criteria
 from evolve.model.errors import InputError
 from evolve.model.files import plan_from_dict
@@ -180,18 +181,14 @@ def history_of(situation: Situation) -> History:
 
 def last_error_of(situation: Situation) -> dict[str, Any]:
     """``{failed_step, error, partial_results, excluded_tools}`` of a replan, in planner ids."""
-    failed = situation.failed
-    step = None
-    if failed is not None:
-        sid, name = step_of(failed)
-        step = {"id": sid, "tool": failed.tool, "inputs": dict(failed.inputs), "name": name}
-    partial = {step_of(t)[0]: dict(situation.outputs.get(t.id, {})) for t in situation.done}
-    return {
-        "failed_step": step,
-        "error": situation.reason,
-        "partial_results": partial,
-        "excluded_tools": list(situation.excluded),
-    }
+    told = replan_error(situation)
+    step = told["failed_step"]
+    if situation.failed is not None:
+        sid, name = step_of(situation.failed)
+        step = {**step, "id": sid, "name": name}
+    partial = {step_of(t)[0]: told["partial_results"][t.id] for t in situation.done}
+    excluded = list(situation.excluded)
+    return {**told, "failed_step": step, "partial_results": partial, "excluded_tools": excluded}
 
 
 def to_situation(plan: Plan, situation: Situation) -> Plan:

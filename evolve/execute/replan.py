@@ -141,6 +141,17 @@ def situation(
     )
 
 
+def last_error(situation: Situation) -> dict[str, Any]:
+    """What a replanner is told went wrong: the failed step (its task, or ``None``), the error
+    text, and the partial results (each done task's outputs)."""
+    failed = situation.failed
+    return {
+        "failed_step": None if failed is None else failed.to_dict(),
+        "error": situation.reason,
+        "partial_results": {tid: dict(out) for tid, out in situation.outputs.items()},
+    }
+
+
 @dataclass(frozen=True)
 class Proposal:
     """A replanner's answer: a plan in the situation's terms, and where its evidence is."""
@@ -217,6 +228,7 @@ class ProposerReplanner:
             ranking=Ranking.of(fitnesses, None),
             operators=default_operators(problem),
             evaluate=lambda plans: [evaluate_plan(problem, p, fitnesses) for p in plans],
+            last_error=last_error(situation),
         )
         children = self.proposer.propose(problem, [parent], [0], revision, seed, context)
         child = children[0].plan if children else None

@@ -8,7 +8,7 @@ seed alone, never on which worker ran what.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -53,6 +53,9 @@ class ProposalContext:
     ranking: Ranking
     operators: OperatorSet
     evaluate: Callable[[Sequence[Plan]], list[Evaluation]]
+    last_error: Mapping[str, Any] | None = None
+    """When a run replans: ``{failed_step, error, partial_results}`` (untrusted text from the
+    tools; a prompt quotes and bounds it). ``None`` during a search."""
 
 
 class Proposer(Protocol):
