@@ -53,6 +53,8 @@ LLM_MAX_TOKENS = 1024
 LLM_RESPONSE_FORMAT: Final[Literal["json_object"]] = "json_object"
 LLM_MAX_RETRIES = 3
 LLM_BACKOFF = 0.5
+LLM_DRAFT_MAX_TASKS = 20
+"""The cap on a model-drafted plan's tasks when the problem sets no ``max_tasks``."""
 LLM_ERROR_CHARS = 2000
 """Longest text of each replan field (failed step, error, partial results) a prompt quotes; the
 rest is cut with a note of how much was left out."""

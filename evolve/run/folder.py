@@ -24,6 +24,7 @@ from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all
 from evolve.model.errors import UsageError
 from evolve.model.files import problem_to_dict
+from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
 from evolve.problems import default_operators
 from evolve.problems.htn import OPERATOR as HTN_SEARCH
@@ -118,6 +119,7 @@ def run_search(
     on_generation: Callable[[dict[str, Any]], None] | None = None,
     extra_summary: Callable[[], dict[str, Any]] | None = None,
     htn_fallback: DecompositionFallback | None = None,
+    seeds: Sequence[Plan] = (),
 ) -> RunOutcome:
     """Search ``problem`` and write the run folder. The programmatic twin of ``evolve run``.
 
@@ -125,12 +127,16 @@ def run_search(
     must have been made for the same problem, objectives and options. An HTN domain
     (:class:`~evolve.problems.htn.HtnProblem`) is searched by its own algorithm, which asks
     ``htn_fallback`` (if given) for decompositions no method covers. A folder that
-    already holds a run is refused unless resumed or ``overwrite=True``.
+    already holds a run is refused unless resumed or ``overwrite=True``. ``seeds`` join the
+    plan search's first population (so its best is never worse than theirs).
     """
     fitnesses = list(fitnesses) if fitnesses is not None else resolve_all(DEFAULT_OBJECTIVES)
     # an integer RCPSP gets the activity-list GA unless the caller asks for operators or a proposer
     htn = isinstance(problem, HtnProblem)
-    activity_ga = not htn and operators is None and proposer is None and is_integer_rcpsp(problem)
+    if seeds and htn:
+        raise UsageError("seed plans are for the plan search; an HTN domain is searched by decomposition")
+    activity_ga = (not htn and operators is None and proposer is None and not seeds
+                   and is_integer_rcpsp(problem))
     # an HTN domain's moves are its own (choices of methods and orders); STRUCTURAL is unused there
     operators = operators if operators is not None else STRUCTURAL if htn else default_operators(problem)
     ranking = Ranking.of(fitnesses, weights)
@@ -143,13 +149,15 @@ def run_search(
     out = Path(out_dir) if out_dir is not None else new_run_dir()
     prepare_folder(out, resume=resume, overwrite=overwrite)
     problem_doc = problem_to_dict(problem)
-    identity = {
+    identity: dict[str, Any] = {
         "problem": fingerprint(problem_doc),
         "options": fingerprint(options.fingerprint()),
         "ranking": ranking.describe(),
         "operators": (ACTIVITY_GA if activity_ga else htn_identity(problem, htn_fallback) if htn
                       else operator_names(operators, proposer, proposer_share)),
     }
+    if seeds:
+        identity["seeds"] = [plan_hash(p) for p in seeds]
     restored = checkpoint.load(out, identity) if resume else None
     events_path = out / "events.jsonl"
     digest = checkpoint.check_events(events_path, restored) if restored is not None else None
@@ -179,7 +187,7 @@ def run_search(
         else:
             search = Search(problem, operators=operators, evaluator=evaluator, ranking=ranking,
                             options=options, on_event=emit, proposer=proposer,
-                            proposer_share=proposer_share)
+                            proposer_share=proposer_share, seeds=seeds)
         if restored is not None:
             search.restore(restored.state)
         result = minimize(search, options.budget(), emit=emit, on_generation=save_checkpoint)

@@ -91,10 +91,12 @@ class Search:
     def __init__(self, problem: Problem, *, operators: OperatorSet, evaluator: Evaluator,
                  ranking: Ranking, options: SearchOptions, on_event: EventSink | None = None,
                  proposer: Proposer | None = None, proposer_share: float = 0.0,
-                 on_generation: Callable[[Any], None] | None = None) -> None:
+                 on_generation: Callable[[Any], None] | None = None,
+                 seeds: Sequence[Plan] = ()) -> None:
         if not 0.0 <= proposer_share <= 1.0:
             raise UsageError(f"proposer share must be within [0, 1], got {proposer_share}")
         self.problem = problem
+        self.seeds = tuple(seeds)
         self.proposer = proposer
         self.proposer_share = proposer_share if proposer is not None else 0.0
         self.operators = operators
@@ -198,13 +200,19 @@ class Search:
         return children
 
     def initial_plans(self) -> list[Offspring]:
-        """The template (when given), then plans made by the operators' initializer (randomised
-        backward chaining by default), distinct while distinct ones can be found."""
+        """The template (when given), the seeds (plans drafted elsewhere, e.g. by a model: being
+        in the first population, the best plan found is never worse than theirs), then plans
+        made by the operators' initializer (randomised backward chaining by default), distinct
+        while distinct ones can be found."""
         plans: list[Offspring] = []
         seen: set[str] = set()
         if isinstance(self.problem.template, Plan):
             plans.append(Offspring(self.problem.template, (), "template"))
             seen.add(plan_hash(self.problem.template))
+        for seed in self.seeds:
+            if plan_hash(seed) not in seen and len(plans) < self.options.population:
+                plans.append(Offspring(seed, (), "seed"))
+                seen.add(plan_hash(seed))
         attempts = 0
         while len(plans) < self.options.population:
             plan = self.operators.initial(self.problem, child_rng(self.options.seed, 0, attempts))
