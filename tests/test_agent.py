@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evolve.agent import (
     History,
@@ -17,7 +19,9 @@ from evolve.agent import (
     demo_tools,
     make_deterministic_planner,
 )
+from evolve.agent.planner import TAG, planner_view, tagged
 from evolve.execute.tools import Call, ToolFn
+from evolve.model.plan import Plan, Task
 
 
 def demo_agent(out: Path, **kwargs: Any) -> PlanExecuteAgent:
@@ -166,3 +170,35 @@ def test_bad_arguments_are_named() -> None:
         make_deterministic_planner(7)
     with pytest.raises(ValueError, match="recovery 'pray'"):
         make_deterministic_planner(2, "pray")
+
+
+# -- the planner's step ids survive the executor's fresh task ids ----------------------------------
+
+
+@given(st.integers(1, 6), st.lists(st.integers(0, 5), max_size=6),
+       st.text(max_size=12).filter(lambda s: TAG.match(s) is None))
+def test_planner_view_reads_every_revision_back_in_the_planners_ids(
+        size: int, replaced: list[int], name: str) -> None:
+    """A chain of steps; some are replanned (a new task with a fresh id, tagged with the step it
+    revises, reading the latest task of the step before): the planner's view of the executor's
+    plan is the planner's latest chain, whatever the names and the order of the revisions."""
+    steps = [f"s{k}" for k in range(size)]
+    latest = {s: s for s in steps}  # step -> its latest executor task id
+
+    def task(tid: str, k: int) -> Task:
+        inputs = {"x": f"${latest[steps[k - 1]]}.x"} if k else {}
+        return Task(id=tid, tool="make", deps=(latest[steps[k - 1]],) if k else (), inputs=inputs,
+                    name=name or None)
+
+    tasks = [task(s, k) for k, s in enumerate(steps)]
+    for n, k in enumerate(r for r in replaced if r < size):
+        fresh = f"t{n + 1}"
+        tasks.append(tagged(task(fresh, k), steps[k]))
+        latest[steps[k]] = fresh
+    view = planner_view(Plan(tasks=tuple(tasks)))
+    assert sorted(view.ids()) == steps
+    for k, step in enumerate(steps):
+        got = view.by_id()[step]
+        assert got.name == (name or None)
+        assert got.inputs == ({"x": f"${steps[k - 1]}.x"} if k else {})
+        assert got.deps == ((steps[k - 1],) if k else ())

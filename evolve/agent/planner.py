@@ -9,8 +9,9 @@ bounded number of times.
 
 The planner speaks in its own step ids. The executor never reuses a task id within a run (a
 replanned step is a new task), so a step the agent submits on a replan carries its planner id
-in the task's ``name`` (``[2] computed via fallback``); :func:`planner_view` reads a journal's
-plan back in the planner's ids, which is what the agent's history and plan diffs speak.
+in the task's ``name`` (``[step2] computed via fallback``); :func:`planner_view` reads a
+journal's plan back in the planner's ids, which is what the agent's history and plan diffs
+speak. (So a planner's own task name of that form, ``[id] ...``, reads as a tag.)
 """
 
 from __future__ import annotations
