@@ -2,6 +2,7 @@
 
 # First, before any module defines a kernel: numba's cache folder, keyed by the kernel sources.
 import evolve.model.kernel_cache  # noqa: F401
+from evolve.agent import AgentResult, PlanExecuteAgent, make_deterministic_planner
 from evolve.execute.tools import ToolFailure
 from evolve.fitness.evaluation import Evaluation, evaluate_plan
 from evolve.model.errors import EvolveError, InputError
@@ -25,6 +26,7 @@ from evolve.search.ranking import Ranking
 __all__ = [
     "DEFAULTS",
     "STRUCTURAL",
+    "AgentResult",
     "Builder",
     "Candidate",
     "Evaluation",
@@ -36,6 +38,7 @@ __all__ = [
     "OperatorSet",
     "Plan",
     "PlanError",
+    "PlanExecuteAgent",
     "Policy",
     "Problem",
     "Ranking",
@@ -54,6 +57,7 @@ __all__ = [
     "evaluate_plan",
     "load_plan",
     "load_problem",
+    "make_deterministic_planner",
     "parse_expression",
     "parse_ref",
     "plan_from_dict",

@@ -91,6 +91,11 @@ LLM_BACKOFF = 0.5
 """Seconds before the first retry of a failed LLM call; each further retry waits twice as long..."""
 LLM_MAX_BACKOFF = 8.0
 """...up to this many seconds (and never past the call's deadline)."""
+LLM_DRAFT_MAX_TASKS = 20
+"""The cap on a model-drafted plan's tasks when the problem sets no ``max_tasks``."""
+LLM_ERROR_CHARS = 2000
+"""Longest text of each replan field (failed step, error, partial results) a prompt quotes; the
+rest is cut with a note of how much was left out."""
 LLM_INSPIRATIONS = 2
 """Other good plans shown to the model beside the parent."""
 LLM_MODE: Final[Literal["auto"]] = "auto"
@@ -158,6 +163,15 @@ EXECUTE_REPLANNER = "search"
 REPLAN_GENERATIONS = 12
 """Generations of the search that replans (its population and seed: the search's defaults and
 the run's seed plus the revision)."""
+
+# -- the plan-execute agent and the workflow patterns (see evolve.agent, evolve.patterns) ------
+AGENT_PLAN_ATTEMPTS = 3
+"""Answers a planner may give per plan: a plan the validator rejects goes back to it with the
+errors, and after this many the run ends with ``no_plan``."""
+PATTERN_VOTERS = 5
+"""Samples ``parallel_vote`` draws (``n``)."""
+PATTERN_MAX_ITER = 5
+"""Rounds ``evaluator_optimizer`` may spend before it stops without a PASS (``max_iter``)."""
 
 # -- HTN domains (see evolve.problems.htn) -------------------------------------------------------
 HTN_MAX_DEPTH = 12

@@ -12,7 +12,6 @@ Exit statuses (the README's table is this one):
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import tempfile
@@ -27,8 +26,9 @@ from typing import Any, TypeVar
 
 import click
 
-from evolve import defaults
 from evolve.model.errors import EvolveError, InfeasibleProblem, RunFailed
+from evolve.run.folder import RUNS_DIR_VARIABLE as RUNS_DIR_VARIABLE  # the commands import
+from evolve.run.folder import runs_root as runs_root  # these two from here
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -139,11 +139,3 @@ def internal_error(exc: BaseException) -> str:
     return (f"internal error: {type(exc).__name__}{': ' + text if text else ''} "
             f"(a bug in evolve, not in your input; {where})")
 
-
-RUNS_DIR_VARIABLE = "EVOLVE_RUNS_DIR"
-
-
-def runs_root() -> str:
-    """Where a command puts a new run folder when --out is not given: ``$EVOLVE_RUNS_DIR``, else
-    ``runs/`` in the working folder (the test suite points the variable at a temporary folder)."""
-    return os.environ.get(RUNS_DIR_VARIABLE) or defaults.RUNS_DIR

@@ -28,6 +28,8 @@ from evolve.cli.htn import FALLBACK_HELP as HTN_FALLBACK_HELP
 from evolve.cli.htn import FALLBACKS as HTN_FALLBACKS
 from evolve.cli.htn import htn_fallback_for
 from evolve.cli.options import LlmSettings, llm_options, search_options
+from evolve.cli.patterns import COMMANDS as PATTERN_COMMANDS
+from evolve.cli.plan import COMMANDS as PLAN_COMMANDS
 from evolve.cli.report import COMMANDS as REPORT_COMMANDS
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all, survey
@@ -318,7 +320,8 @@ def generate_cmd(tools: int, seed: int, name: str | None, no_approval: bool, no_
                err=True)
 
 
-for command in (*REPORT_COMMANDS, bench, *HTN_COMMANDS, *EXECUTE_COMMANDS):
+for command in (*REPORT_COMMANDS, bench, *HTN_COMMANDS, *EXECUTE_COMMANDS, *PATTERN_COMMANDS,
+                *PLAN_COMMANDS):
     cli.add_command(command)
 
 

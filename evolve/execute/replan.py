@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -59,6 +59,13 @@ class Situation:
     htn: HtnNow | None = None
     """For a plan of an HTN domain: the world its done steps left (it is replanned from there by
     the HTN planner, whichever replanner is asked)."""
+    failed: Task | None = None
+    """The task whose failure (or false ``assumes``) asked for this replan, when ``reason`` names
+    one (the executor's reasons begin with the task's id)."""
+    done: tuple[Task, ...] = ()
+    """The live plan's done tasks, in plan order."""
+    outputs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """The done tasks' outputs by task id: the partial results a replanner may build on."""
 
 
 def made_facts(problem: Problem, task: Task, outputs: Mapping[str, Any] | None) -> list[str]:
@@ -124,6 +131,7 @@ def situation(
                 name=task.name,
             )
         )
+    done = tuple(t for t in live.tasks if status.get(t.id) == "done")
     return Situation(
         problem=now,
         producers=producers,
@@ -132,6 +140,9 @@ def situation(
         reason=reason,
         given=problem.initial_set(),
         htn=htn_now(problem, live, status, outputs),
+        failed=live.by_id().get(reason.split(" ", 1)[0]),
+        done=done,
+        outputs={t.id: dict(outputs.get(t.id) or {}) for t in done},
     )
 
 
@@ -143,6 +154,17 @@ def htn_proposal(situation: Situation, folder: Path) -> Proposal | None:
     if made.plan is None:
         return None
     return Proposal(plan=made.plan, source="htn", folder=str(folder), note=made.note)
+
+
+def last_error(situation: Situation) -> dict[str, Any]:
+    """What a replanner is told went wrong: the failed step (its task, or ``None``), the error
+    text, and the partial results (each done task's outputs)."""
+    failed = situation.failed
+    return {
+        "failed_step": None if failed is None else failed.to_dict(),
+        "error": situation.reason,
+        "partial_results": {tid: dict(out) for tid, out in situation.outputs.items()},
+    }
 
 
 @dataclass(frozen=True)
@@ -225,6 +247,7 @@ class ProposerReplanner:
             ranking=Ranking.of(fitnesses, None),
             operators=default_operators(problem),
             evaluate=lambda plans: [evaluate_plan(problem, p, fitnesses) for p in plans],
+            last_error=last_error(situation),
         )
         children = self.proposer.propose(problem, [parent], [0], revision, seed, context)
         child = children[0].plan if children else None
@@ -322,7 +345,7 @@ def translate(
             wkey = f"{wkey}@r{revision}"
         if wkey is not None:
             used_keys.add(wkey)
-        moved = renamed(task, {pid: new_id})
+        moved = renamed(task, mapping)  # its when and assumes may read tasks proposed before it
         added.append(replace(moved, id=new_id, deps=tuple(deps), inputs=inputs, idempotency_key=wkey))
     invalidate = tuple(t.id for t in pending if t.id not in reused)
     gone = set(invalidate)

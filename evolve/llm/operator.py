@@ -218,7 +218,7 @@ class LLMOperator(OwnsClient):
                 return None
             count = len(menu.options)
             messages = build_menu_messages(problem, parent, menu.text(), count, self.templates,
-                                           ranking)
+                                           ranking, context.last_error)
             settings = self.sampling.request(int(rng.integers(2**31 - 1)), "menu_choice",
                                              menu_schema(count), self.sampling.menu_max_tokens)
         else:
@@ -230,7 +230,8 @@ class LLMOperator(OwnsClient):
                 if other.hash not in seen:
                     seen.add(other.hash)
                     others.append(other)
-            messages = build_messages(problem, parent, others, self.templates, ranking)
+            messages = build_messages(problem, parent, others, self.templates, ranking,
+                                      context.last_error if context is not None else None)
             settings = self.sampling.request(int(rng.integers(2**31 - 1)), "plan_patch",
                                              patch_schema(problem))
         return Job(index=index, parent=parent, messages=messages, settings=settings,

@@ -148,20 +148,29 @@ def missing_ref_tasks(task: Task, present: set[str]) -> set[str]:
     return {ref.task for ref in task.refs() if ref.task is not None and ref.task not in present}
 
 
+STRINGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+
+
+def task_schema(problem: Problem) -> dict[str, Any]:
+    """The JSON schema of one task's fields: tool names are an ``enum`` of the catalog, so a
+    constrained model cannot invent one."""
+    return {
+        "id": {"type": "string"},
+        "tool": {"type": "string", "enum": sorted(problem.tools)},
+        "deps": {**STRINGS, "maxItems": 6},
+        "inputs": {"type": "object", "additionalProperties": {"type": "string"}},
+        "idempotency_key": {"type": "string"},
+    }
+
+
 def patch_schema(problem: Problem, max_add: int = defaults.LLM_SCHEMA_MAX_ADD) -> dict[str, Any]:
     """A JSON schema of a plan patch for this problem, for endpoints with constrained output.
 
     Tool names are an ``enum`` of the catalog, so a constrained model cannot invent
     one; array lengths are capped, so a small model cannot loop until ``max_tokens``.
     """
-    strings = {"type": "array", "items": {"type": "string"}}
-    task_props: dict[str, Any] = {
-        "id": {"type": "string"},
-        "tool": {"type": "string", "enum": sorted(problem.tools)},
-        "deps": {**strings, "maxItems": 6},
-        "inputs": {"type": "object", "additionalProperties": {"type": "string"}},
-        "idempotency_key": {"type": "string"},
-    }
+    strings = STRINGS
+    task_props = task_schema(problem)
     return {
         "type": "object",
         "properties": {

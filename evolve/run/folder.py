@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all
 from evolve.model.errors import UsageError
 from evolve.model.files import problem_to_dict
+from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
 from evolve.problems import default_operators
 from evolve.problems.htn import OPERATOR as HTN_SEARCH
@@ -49,6 +51,15 @@ class RunOutcome:
     out_dir: Path
     result: SearchResult
     summary: dict[str, Any]
+
+
+RUNS_DIR_VARIABLE = "EVOLVE_RUNS_DIR"
+
+
+def runs_root() -> str:
+    """Where a new run folder goes when no folder is given: ``$EVOLVE_RUNS_DIR``, else ``runs/``
+    in the working folder (the test suite points the variable at a temporary folder)."""
+    return os.environ.get(RUNS_DIR_VARIABLE) or RUNS_DIR
 
 
 def new_run_dir(root: str | Path = RUNS_DIR) -> Path:
@@ -110,6 +121,7 @@ def run_search(
     extra_summary: Callable[[], dict[str, Any]] | None = None,
     htn_fallback: DecompositionFallback | None = None,
     checkpoint_seconds: float | None = None,
+    seeds: Sequence[Plan] = (),
 ) -> RunOutcome:
     """Search ``problem`` and write the run folder. The programmatic twin of ``evolve run``.
 
@@ -120,6 +132,7 @@ def run_search(
     already holds a run is refused unless resumed or ``overwrite=True``. The run checkpoints
     after its first generation and then at most every ``checkpoint_seconds`` (default
     :data:`evolve.defaults.CHECKPOINT_SECONDS`, read at call time; 0: every generation).
+    ``seeds`` join the plan search's first population (so its best is never worse than theirs).
     """
     interval = defaults.CHECKPOINT_SECONDS if checkpoint_seconds is None else checkpoint_seconds
     if interval < 0:
@@ -127,7 +140,10 @@ def run_search(
     fitnesses = list(fitnesses) if fitnesses is not None else resolve_all(DEFAULT_OBJECTIVES)
     # an integer RCPSP gets the activity-list GA unless the caller asks for operators or a proposer
     htn = isinstance(problem, HtnProblem)
-    activity_ga = not htn and operators is None and proposer is None and is_integer_rcpsp(problem)
+    if seeds and htn:
+        raise UsageError("seed plans are for the plan search; an HTN domain is searched by decomposition")
+    activity_ga = (not htn and operators is None and proposer is None and not seeds
+                   and is_integer_rcpsp(problem))
     # an HTN domain's moves are its own (choices of methods and orders); STRUCTURAL is unused there
     operators = operators if operators is not None else STRUCTURAL if htn else default_operators(problem)
     ranking = Ranking.of(fitnesses, weights)
@@ -140,13 +156,15 @@ def run_search(
     out = Path(out_dir) if out_dir is not None else new_run_dir()
     prepare_folder(out, resume=resume, overwrite=overwrite)
     problem_doc = problem_to_dict(problem)
-    identity = {
+    identity: dict[str, Any] = {
         "problem": fingerprint(problem_doc),
         "options": fingerprint(options.fingerprint()),
         "ranking": ranking.describe(),
         "operators": (ACTIVITY_GA if activity_ga else htn_identity(problem, htn_fallback) if htn
                       else operator_names(operators, proposer, proposer_share)),
     }
+    if seeds:
+        identity["seeds"] = [plan_hash(p) for p in seeds]
     restored = checkpoint.load(out, identity) if resume else None
     events_path = out / "events.jsonl"
     digest = checkpoint.check_events(events_path, restored) if restored is not None else None
@@ -178,7 +196,7 @@ def run_search(
         else:
             search = Search(problem, operators=operators, evaluator=evaluator, ranking=ranking,
                             options=options, on_event=emit, proposer=proposer,
-                            proposer_share=proposer_share)
+                            proposer_share=proposer_share, seeds=seeds)
         if restored is not None:
             search.restore(restored.state)
         result = minimize(search, options.budget(), emit=emit, on_generation=save_checkpoint,

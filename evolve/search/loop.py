@@ -8,7 +8,7 @@ seed alone, never on which worker ran what.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -53,6 +53,9 @@ class ProposalContext:
     ranking: Ranking
     operators: OperatorSet
     evaluate: Callable[[Sequence[Plan]], list[Evaluation]]
+    last_error: Mapping[str, Any] | None = None
+    """When a run replans: ``{failed_step, error, partial_results}`` (untrusted text from the
+    tools; a prompt quotes and bounds it). ``None`` during a search."""
 
 
 class Proposer(Protocol):
@@ -88,10 +91,12 @@ class Search:
     def __init__(self, problem: Problem, *, operators: OperatorSet, evaluator: Evaluator,
                  ranking: Ranking, options: SearchOptions, on_event: EventSink | None = None,
                  proposer: Proposer | None = None, proposer_share: float = 0.0,
-                 on_generation: Callable[[Any], None] | None = None) -> None:
+                 on_generation: Callable[[Any], None] | None = None,
+                 seeds: Sequence[Plan] = ()) -> None:
         if not 0.0 <= proposer_share <= 1.0:
             raise UsageError(f"proposer share must be within [0, 1], got {proposer_share}")
         self.problem = problem
+        self.seeds = tuple(seeds)
         self.proposer = proposer
         self.proposer_share = proposer_share if proposer is not None else 0.0
         self.operators = operators
@@ -195,13 +200,19 @@ class Search:
         return children
 
     def initial_plans(self) -> list[Offspring]:
-        """The template (when given), then plans made by the operators' initializer (randomised
-        backward chaining by default), distinct while distinct ones can be found."""
+        """The template (when given), the seeds (plans drafted elsewhere, e.g. by a model: being
+        in the first population, the best plan found is never worse than theirs), then plans
+        made by the operators' initializer (randomised backward chaining by default), distinct
+        while distinct ones can be found."""
         plans: list[Offspring] = []
         seen: set[str] = set()
         if isinstance(self.problem.template, Plan):
             plans.append(Offspring(self.problem.template, (), "template"))
             seen.add(plan_hash(self.problem.template))
+        for seed in self.seeds:
+            if plan_hash(seed) not in seen and len(plans) < self.options.population:
+                plans.append(Offspring(seed, (), "seed"))
+                seen.add(plan_hash(seed))
         attempts = 0
         while len(plans) < self.options.population:
             plan = self.operators.initial(self.problem, child_rng(self.options.seed, 0, attempts))
