@@ -129,8 +129,8 @@ def test_a_users_numba_cache_dir_is_kept_for_children(monkeypatch: pytest.Monkey
     assert kernel_cache.users_root() == str(tmp_path / "mine")
     assert kernel_cache.roots()[0] == tmp_path / "mine"
     # what a child of an evolve process inherits: its folder, and the user's choice beside it
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine" / "numba-x"))
-    monkeypatch.setenv(kernel_cache.OURS, str(tmp_path / "mine" / "numba-x"))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine" / "evolve-kernels-x"))
+    monkeypatch.setenv(kernel_cache.OURS, str(tmp_path / "mine" / "evolve-kernels-x"))
     monkeypatch.setenv(kernel_cache.USERS, str(tmp_path / "mine"))
     assert kernel_cache.users_root() == str(tmp_path / "mine")
     monkeypatch.setenv(kernel_cache.USERS, "")
@@ -140,8 +140,8 @@ def test_a_users_numba_cache_dir_is_kept_for_children(monkeypatch: pytest.Monkey
 def test_an_unwritable_place_is_skipped_and_stale_folders_go(tmp_path: Path) -> None:
     blocked = tmp_path / "file"
     blocked.write_text("")
-    assert not kernel_cache.writable(blocked / "numba-x")
-    old, keep = tmp_path / "numba-old", tmp_path / "numba-new"
+    assert not kernel_cache.writable(blocked / "evolve-kernels-x")
+    old, keep = tmp_path / "evolve-kernels-old", tmp_path / "evolve-kernels-new"
     old.mkdir()
     keep.mkdir()
     os.utime(old, (0, 0))

@@ -9,15 +9,15 @@ invalidation fails to recognize changes in functions defined in a different
 file"; numba issue #1833). Kernels here do call across files (the rcpsp
 generation step calls the decoders, the tool-choice kernels the scheduler, every
 layer the graph kernels of :mod:`evolve.model.graph_kernels`), so instead of
-trusting numba's check this module names the cache folder ``numba-<hash>`` after
-the contents of every module of the package that holds a kernel and of every
+trusting numba's check this module names the cache folder ``evolve-kernels-<hash>``
+after the contents of every module of the package that holds a kernel and of every
 evolve module those import from (where their frozen globals come from). An edit
 to any of them names a new folder: every kernel recompiles once, and no call
 across files can run stale code.
 
-Every kernel module imports this module before its first ``@njit``: numba binds a
-function to its cache folder when the decorator runs (``numba.config.CACHE_DIR``
-is read then). The folder is also put in ``NUMBA_CACHE_DIR``, so that numba's
+``evolve/__init__.py`` imports this module first, and so before any module that
+defines a kernel (a test holds it to that): numba binds a function to its cache
+folder when the decorator runs (``numba.config.CACHE_DIR`` is read then). The folder is also put in ``NUMBA_CACHE_DIR``, so that numba's
 reload of its settings from the environment (at every compilation) keeps it and
 worker processes inherit it; it is therefore the cache folder of every cached
 numba function of the process, evolve's or not.
@@ -25,13 +25,13 @@ numba function of the process, evolve's or not.
 Where the folder lives, first that works:
 
 * inside ``$NUMBA_CACHE_DIR`` when the user set it (their choice of place);
-* beside the code, ``evolve/__pycache__/numba-<hash>``, as numba's own default
+* beside the code, ``evolve/__pycache__/evolve-kernels-<hash>``, as numba's own default
   keeps a ``__pycache__`` beside each source: a checkout or editable install keeps
   the machine code it compiled, two checkouts never share (or race on) one
   folder, and deleting the checkout deletes its cache;
-* the user's cache folder (``$XDG_CACHE_HOME`` or ``~/.cache``, then
-  ``evolve/numba-<hash>``), for an install whose package folder is read-only;
-* the system's temporary folder.
+* the user's cache folder (``$XDG_CACHE_HOME`` or ``~/.cache``), for an install
+  whose package folder is read-only;
+* the system's temporary folder (``evolve-<uid>`` in it).
 
 Folders of other hashes in the same place that were not touched for
 :data:`STALE_AFTER` seconds are removed, so edits do not pile up caches
@@ -53,7 +53,7 @@ import numba
 PACKAGE = Path(__file__).resolve().parents[1]
 """The ``evolve`` package folder, whose kernel files are hashed."""
 
-PREFIX = "numba-"
+PREFIX = "evolve-kernels-"
 """How every cache folder's name starts (the rest is the hash)."""
 
 OURS = "EVOLVE_NUMBA_CACHE_DIR"
@@ -122,7 +122,7 @@ def roots(package: Path = PACKAGE) -> list[Path]:
         places.append(Path(chosen))
     places.append(package / "__pycache__")
     home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    places.append(Path(home) / "evolve")
+    places.append(Path(home))
     places.append(Path(tempfile.gettempdir()) / f"evolve-{os.getuid() if hasattr(os, 'getuid') else 0}")
     return places
 
@@ -150,7 +150,7 @@ def prune(root: Path, keep: Path, now: float) -> None:
 
 
 def cache_folder(package: Path = PACKAGE) -> Path | None:
-    """The first writable ``<root>/numba-<hash>`` (``None``: nowhere is writable)."""
+    """The first writable ``<root>/evolve-kernels-<hash>`` (``None``: nowhere is writable)."""
     name = PREFIX + sources_hash(package)
     for root in roots(package):
         folder = root / name
