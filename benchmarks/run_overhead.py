@@ -7,7 +7,10 @@ interleaved, ``--repeat`` times (the median is printed):
   bare :class:`~evolve.problems.rcpsp.search.BiPopulationGA` stepped 12 times with no cap
   (the same search: the same makespan is checked);
 * ``budget B``: the run with ``max_evaluations=B`` (and generations enough) against
-  ``solve(inst, schedules=B)`` (the same search; the same makespan is checked).
+  ``solve(inst, schedules=B)`` (the same search; the same makespan is checked);
+
+each once with the default checkpoint interval and once with a checkpoint after every
+generation (``checkpoint_seconds=0``, what every run did before the interval).
 
 "run search" is the search time the run reports (``summary.json`` ``seconds``: the generations,
 the scoring of each new best by the engine's evaluator, events and checkpoints between
@@ -52,23 +55,25 @@ def bare_budget(path: Path, budget: int) -> tuple[float, int]:
     return time.perf_counter() - t0, res.makespan
 
 
-def in_run(path: Path, options: SearchOptions, folder: Path) -> tuple[float, float, int]:
+def in_run(path: Path, options: SearchOptions, folder: Path,
+           checkpoint_seconds: float | None = None) -> tuple[float, float, int]:
     """(search seconds the run reports, wall seconds of the whole run_search call, makespan)."""
     problem = load_problem(path)
     t0 = time.perf_counter()
-    out = run_search(problem, options=options, out_dir=folder, overwrite=True)
+    out = run_search(problem, options=options, out_dir=folder, overwrite=True,
+                     checkpoint_seconds=checkpoint_seconds)
     wall = time.perf_counter() - t0
     return float(out.summary["seconds"]), wall, int(out.summary["best"]["makespan"])
 
 
 def measure(name: str, bare: Callable[[], tuple[float, int]], options: SearchOptions, folder: Path,
-            repeat: int) -> None:
+            repeat: int, checkpoint_seconds: float | None = None) -> None:
     bare_s: list[float] = []
     run_s: list[float] = []
     wall_s: list[float] = []
     for _ in range(repeat):
         seconds, ms_bare = bare()
-        search, wall, ms_run = in_run(path_arg, options, folder)
+        search, wall, ms_run = in_run(path_arg, options, folder, checkpoint_seconds)
         if ms_bare != ms_run:
             raise SystemExit(f"{name}: the run found makespan {ms_run}, the bare search {ms_bare}: "
                              "not the same search")
@@ -77,7 +82,7 @@ def measure(name: str, bare: Callable[[], tuple[float, int]], options: SearchOpt
         wall_s.append(wall)
     b, r, w = (statistics.median(x) for x in (bare_s, run_s, wall_s))
     size = (folder / "checkpoint.json").stat().st_size
-    print(f"{name:>14}: bare {b:.3f} s | run search {r:.3f} s = {r / b:.2f}x | run wall {w:.3f} s = "
+    print(f"{name:>26}: bare {b:.3f} s | run search {r:.3f} s = {r / b:.2f}x | run wall {w:.3f} s = "
           f"{w / b:.2f}x | makespan {ms_run} | checkpoint {size / 1e6:.2f} MB (median of {repeat})")
 
 
@@ -94,7 +99,9 @@ if __name__ == "__main__":
         # one untimed run first: imports, the evaluator's first call
         in_run(path_arg, SearchOptions(jobs=1), folder)
         print(f"{path_arg.name}; seed {SEED}; one worker")
-        measure("defaults", lambda: bare_defaults(path_arg), SearchOptions(jobs=1), folder, args.repeat)
-        measure(f"budget {args.budget}", lambda: bare_budget(path_arg, args.budget),
-                SearchOptions(jobs=1, generations=1_000_000, max_evaluations=args.budget), folder,
-                args.repeat)
+        budget = SearchOptions(jobs=1, generations=1_000_000, max_evaluations=args.budget)
+        for label, every in (("", None), (", every gen.", 0.0)):
+            measure("defaults" + label, lambda: bare_defaults(path_arg), SearchOptions(jobs=1), folder,
+                    args.repeat, every)
+            measure(f"budget {args.budget}{label}", lambda: bare_budget(path_arg, args.budget), budget,
+                    folder, args.repeat, every)
