@@ -1,4 +1,5 @@
-"""An HTN operator's tool as a run calls it: the tool's own outputs in, the operator's keys out.
+"""An HTN operator's tool as a run calls it: its guard checked in the live world, a prompted
+operator's arguments filled, the tool's own outputs in, the operator's keys out.
 
 A tool returns what it returns (``{"comment": "...", "sha": "..."}``); the operator says what
 that does to the world: literal ``set`` values, and ``$result.<output>[.path]`` bindings read
@@ -25,7 +26,7 @@ from evolve.llm.argfill import ArgFiller
 from evolve.llm.decide import Refused
 from evolve.model.problem import Problem
 from evolve.problems.htn import Domain, HtnProblem
-from evolve.problems.htn.domain import Operator, Unknown
+from evolve.problems.htn.domain import Operator, Unknown, first_failing, holds, show
 from evolve.problems.htn.problem import goal_fact
 from evolve.problems.htn.world import RESULT_KEY, apply_effects, resolve
 
@@ -60,6 +61,11 @@ class World:
     def apply(self, operator: Operator, outputs: Mapping[str, Any]) -> None:
         with self.lock:
             self.state = apply_effects(operator.effects, self.state, outputs)
+
+    def current(self) -> dict[str, Any]:
+        """The state as it is, unknown values kept unknown (no guard over one holds)."""
+        with self.lock:
+            return dict(self.state)
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
@@ -111,11 +117,24 @@ class BoundStep:
         self.filling = filling
 
     def __call__(self, inputs: Mapping[str, Any], call: Call) -> Mapping[str, Any]:
+        if self.filling is not None:
+            self.guard()
         args = self.arguments(call) if self.operator.prompt is not None and self.filling else {}
         out = bind_outputs(self.operator, self.fn({**inputs, **args}, call))
         if self.filling is not None:
             self.filling.world.apply(self.operator, out)
         return out
+
+    def guard(self) -> None:
+        """The operator's precondition, read in the live world just before its tool would run:
+        when it no longer holds (a tool's result made it false), the step fails for good, named,
+        and its ``on_failure`` decides (an HTN plan's steps replan from the world as it is)."""
+        assert self.filling is not None
+        state = self.filling.world.current()
+        if not holds(self.operator.pre, state):
+            failing = first_failing(self.operator.pre, state) or self.operator.pre
+            raise ToolFailure(f"{self.operator.name}: its guard no longer holds in the live state "
+                              f"(needs {show(failing)})")
 
     def arguments(self, call: Call) -> dict[str, Any]:
         assert self.filling is not None
