@@ -163,3 +163,28 @@ def test_the_seeded_state_is_the_one_the_goal_is_judged_in(tmp_path: Path) -> No
     outcome = start_run(green, planned(green), tmp_path, plan_source="d", tools_spec=None, simulate=True,
                         options=ExecuteOptions()).run()
     assert outcome["reason"] == "goal_met"
+
+
+def test_a_guard_false_in_the_live_state_replans(tmp_path: Path) -> None:
+    """The plan was made for a lint failure; the run is told it is flaky: the lint fix's guard is
+    read in the live state before its tool would run, fails by name, and the replan (from the
+    world as it is) takes the rerun rung. The lint tool is never called."""
+    problem = htn_problem_from_dict(yaml.safe_load(LADDER.read_text()), "ladder")
+    plan = planned(problem)  # lint_fix, push_fix, comment_pr
+    flaky = htn_problem(seeded(problem.htn(), {"failure_class": "flaky"}, "--input"), problem)
+    called: list[str] = []
+
+    def tool(name: str) -> Any:
+        def run(inputs: dict[str, Any], call: Any) -> dict[str, Any]:
+            called.append(name)
+            return {}
+        return run
+
+    tools = {name: tool(name) for name in problem.htn().operators}
+    outcome = start_run(flaky, plan, tmp_path, plan_source="p", tools_spec=None, tools=tools,
+                        facts={"ci_red": True, "failure_class": "flaky"}, options=ExecuteOptions(),
+                        replanner=SearchReplanner()).run()
+    assert outcome["reason"] == "goal_met", outcome["message"]
+    assert called == ["rerun_ci", "comment_pr"]
+    assert outcome["tasks"]["t1"]["error"] == (
+        "lint_fix: its guard no longer holds in the live state (needs {eq: [failure_class, 'lint']})")

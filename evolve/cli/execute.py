@@ -24,6 +24,7 @@ from evolve.execute.htn import planned, state_facts
 from evolve.execute.replan import ProposerReplanner, Replanner, SearchReplanner
 from evolve.execute.session import DispatcherFactory, read_run, resume_run, start_run
 from evolve.execute.simulate import parse_fail_rates
+from evolve.llm.argfill import make_arg_filler
 from evolve.llm.decide import make_decider
 from evolve.model.errors import EvolveError
 from evolve.model.files import load_plan, read_document
@@ -294,7 +295,11 @@ def execute(
                 )
             folder = Path(resume_dir)
             read_run(folder)[0].close()
-            executor = resume_run(folder, replanner=proposer_replanner, dispatcher=factory, on_event=show)
+            filler = (stack.enter_context(make_arg_filler(llm_base_url, llm_model, seed=seed))
+                      if llm_base_url and llm_model else None)
+            executor = resume_run(
+                folder, replanner=proposer_replanner, dispatcher=factory, on_event=show, arg_filler=filler
+            )
         else:
             if plan_file is None:
                 raise click.UsageError(
@@ -317,6 +322,16 @@ def execute(
             unset = [f for f in problem.initial if f not in facts]
             if unset and not as_json:
                 click.echo(f"note: initial facts without a value (null): {', '.join(unset)}", err=True)
+            operators = problem.htn().operators if isinstance(problem, HtnProblem) else {}
+            prompted = sorted(name for name, op in operators.items() if op.prompt is not None)
+            filler = None
+            if prompted and not simulate:
+                if not llm_base_url or not llm_model:
+                    raise click.UsageError(
+                        f"{', '.join(prompted)}: a small model fills the arguments from the prompt: "
+                        "give --llm-base-url and --llm-model"
+                    )
+                filler = stack.enter_context(make_arg_filler(llm_base_url, llm_model, seed=seed))
             executor = start_run(
                 problem,
                 plan,
@@ -333,6 +348,7 @@ def execute(
                 dispatcher_name=dispatcher_name,
                 on_event=show,
                 decisions=decisions,
+                arg_filler=filler,
             )
         outcome = executor.run()
     written = ["journal.sqlite", "events.jsonl", "outcome.json"]

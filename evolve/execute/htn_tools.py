@@ -1,4 +1,5 @@
-"""An HTN operator's tool as a run calls it: the tool's own outputs in, the operator's keys out.
+"""An HTN operator's tool as a run calls it: its guard checked in the live world, a prompted
+operator's arguments filled, the tool's own outputs in, the operator's keys out.
 
 A tool returns what it returns (``{"comment": "...", "sha": "..."}``); the operator says what
 that does to the world: literal ``set`` values, and ``$result.<output>[.path]`` bindings read
@@ -11,15 +12,23 @@ marker (``htn:<goal>``) runs here too: it only marks the decomposition done.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from evolve.execute.tools import Call, ToolFailure, ToolFn, reconciler
+from evolve.llm.argfill import ArgFiller
+from evolve.llm.decide import Refused
 from evolve.model.problem import Problem
 from evolve.problems.htn import Domain, HtnProblem
-from evolve.problems.htn.domain import Operator, Unknown
+from evolve.problems.htn.domain import Operator, Unknown, first_failing, holds, show
 from evolve.problems.htn.problem import goal_fact
-from evolve.problems.htn.world import RESULT_KEY, resolve
+from evolve.problems.htn.world import RESULT_KEY, apply_effects, resolve
 
 
 def bind_outputs(operator: Operator, raw: object) -> dict[str, Any]:
@@ -40,15 +49,108 @@ def bind_outputs(operator: Operator, raw: object) -> dict[str, Any]:
     return out
 
 
-class BoundStep:
-    """``fn`` with its outputs bound by ``operator`` (see the module docstring)."""
+class World:
+    """The world state as the run's steps finish (seeded from the journal on resume): what a
+    prompted operator's prompt is rendered from. Steps that conflict are ordered by deps, so the
+    order in which concurrent ones finish does not change it."""
 
-    def __init__(self, fn: ToolFn, operator: Operator) -> None:
+    def __init__(self, state: Mapping[str, Any]) -> None:
+        self.state = dict(state)
+        self.lock = threading.Lock()
+
+    def apply(self, operator: Operator, outputs: Mapping[str, Any]) -> None:
+        with self.lock:
+            self.state = apply_effects(operator.effects, self.state, outputs)
+
+    def current(self) -> dict[str, Any]:
+        """The state as it is, unknown values kept unknown (no guard over one holds)."""
+        with self.lock:
+            return dict(self.state)
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return {k: None if isinstance(v, Unknown) else v for k, v in self.state.items()}
+
+
+class Ledger:
+    """``argfill.jsonl`` in the run folder: each task's filled arguments, written (and synced)
+    before its tool is called, so a resumed run passes the same ones and never asks twice."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        self.args: dict[str, dict[str, Any]] = {}
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                with contextlib.suppress(ValueError, KeyError, TypeError):  # a torn last line
+                    row = json.loads(line)
+                    self.args[str(row["task"])] = dict(row["args"])
+
+    def get(self, task_id: str) -> dict[str, Any] | None:
+        with self.lock:
+            return self.args.get(task_id)
+
+    def put(self, task_id: str, attempt: int, args: Mapping[str, Any]) -> None:
+        with self.lock, self.path.open("a", encoding="utf-8") as stream:
+            stream.write(json.dumps({"task": task_id, "attempt": attempt, "args": dict(args)}) + "\n")
+            stream.flush()
+            os.fsync(stream.fileno())
+            self.args[task_id] = dict(args)
+
+
+@dataclass(frozen=True)
+class Filling:
+    """What a run needs to fill prompted operators' arguments."""
+
+    filler: ArgFiller | None
+    ledger: Ledger
+    world: World
+
+
+class BoundStep:
+    """``fn`` with its outputs bound by ``operator`` (see the module docstring); a prompted
+    operator's arguments are filled first (``filling``) and passed beside the bound inputs."""
+
+    def __init__(self, fn: ToolFn, operator: Operator, filling: Filling | None = None) -> None:
         self.fn = fn
         self.operator = operator
+        self.filling = filling
 
     def __call__(self, inputs: Mapping[str, Any], call: Call) -> Mapping[str, Any]:
-        return bind_outputs(self.operator, self.fn(inputs, call))
+        if self.filling is not None:
+            self.guard()
+        args = self.arguments(call) if self.operator.prompt is not None and self.filling else {}
+        out = bind_outputs(self.operator, self.fn({**inputs, **args}, call))
+        if self.filling is not None:
+            self.filling.world.apply(self.operator, out)
+        return out
+
+    def guard(self) -> None:
+        """The operator's precondition, read in the live world just before its tool would run:
+        when it no longer holds (a tool's result made it false), the step fails for good, named,
+        and its ``on_failure`` decides (an HTN plan's steps replan from the world as it is)."""
+        assert self.filling is not None
+        state = self.filling.world.current()
+        if not holds(self.operator.pre, state):
+            failing = first_failing(self.operator.pre, state) or self.operator.pre
+            raise ToolFailure(f"{self.operator.name}: its guard no longer holds in the live state "
+                              f"(needs {show(failing)})")
+
+    def arguments(self, call: Call) -> dict[str, Any]:
+        assert self.filling is not None
+        known = self.filling.ledger.get(call.task_id)
+        if known is not None:
+            return known
+        if self.filling.filler is None:
+            raise ToolFailure(f"{self.operator.name}: its prompt needs a model to fill the arguments "
+                              "(give --llm-base-url and --llm-model)")
+        try:
+            args = self.filling.filler.fill(self.operator, self.filling.world.snapshot(), call.attempt)
+        except Refused as exc:
+            raise ToolFailure(f"{self.operator.name}: the model's arguments were refused ({exc})",
+                              retryable=True) from None
+        self.filling.ledger.put(call.task_id, call.attempt, args)
+        return args
 
 
 class BoundWriteStep(BoundStep):
@@ -70,7 +172,8 @@ class GoalMarker:
         return {self.fact: True}
 
 
-def bind_htn_tools(problem: Problem, tools: Mapping[str, ToolFn]) -> dict[str, ToolFn]:
+def bind_htn_tools(problem: Problem, tools: Mapping[str, ToolFn],
+                   filling: Filling | None = None) -> dict[str, ToolFn]:
     """``tools`` with every HTN operator's callable bound, and the goal marker added; unchanged
     for a problem that is no HTN domain."""
     if not isinstance(problem, HtnProblem) or problem.domain is None:
@@ -80,6 +183,7 @@ def bind_htn_tools(problem: Problem, tools: Mapping[str, ToolFn]) -> dict[str, T
     for name, fn in tools.items():
         operator = domain.operators.get(name)
         if operator is not None and not isinstance(fn, BoundStep):
-            table[name] = BoundWriteStep(fn, operator) if reconciler(fn) else BoundStep(fn, operator)
+            kind = BoundWriteStep if reconciler(fn) else BoundStep
+            table[name] = kind(fn, operator, filling)
     table.setdefault(goal_fact(domain), GoalMarker(domain))
     return table

@@ -22,17 +22,20 @@ from evolve.execute.dispatch import (
     WallClock,
 )
 from evolve.execute.executor import ExecuteOptions, Executor, Hook
-from evolve.execute.htn_tools import bind_htn_tools
+from evolve.execute.htn import ran_steps
+from evolve.execute.htn_tools import Filling, Ledger, World, bind_htn_tools
 from evolve.execute.journal import Journal, JournalError
 from evolve.execute.replan import Replanner
 from evolve.execute.simulate import simulated_tools
 from evolve.execute.tools import ToolError, ToolFn, load_tools
+from evolve.llm.argfill import ArgFiller
 from evolve.model.errors import EvolveError
-from evolve.model.files import problem_from_dict, problem_to_dict
+from evolve.model.files import plan_from_dict, problem_from_dict, problem_to_dict
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 from evolve.model.validate import validate
 from evolve.problems.htn import HtnProblem, htn_problem_from_dict
+from evolve.problems.htn.world import replay_state
 from evolve.problems.htn.writer import domain_to_dict
 from evolve.run.folder import dump_json, make_folder
 from evolve.scheduling.kernel import warm_up
@@ -44,13 +47,19 @@ DispatcherFactory = Callable[[Clock], Dispatcher]
 
 
 def tool_table(
-    problem: Problem, plan: Plan, spec: str | None, simulate: bool, fail_rates: Mapping[str, float], seed: int
+    problem: Problem,
+    plan: Plan,
+    spec: str | None,
+    simulate: bool,
+    fail_rates: Mapping[str, float],
+    seed: int,
+    filling: Filling | None = None,
 ) -> dict[str, ToolFn]:
     """The callables a run uses: stand-ins under simulate, else what ``spec`` and the
     ``evolve.tools`` entry points provide for the catalog (a tool the plan uses must be there)."""
     if simulate:
         return simulated_tools(problem, fail_rates, seed)
-    table = bind_htn_tools(problem, load_tools(spec, problem.tools))
+    table = bind_htn_tools(problem, load_tools(spec, problem.tools), filling)
     missing = sorted({t.tool for t in plan.tasks if t.tool not in table})
     if missing:
         where = f"--tools {spec}" if spec else "no --tools given"
@@ -88,6 +97,7 @@ def start_run(
     hook: Hook | None = None,
     tools: Mapping[str, ToolFn] | None = None,
     decisions: Sequence[Mapping[str, Any]] = (),
+    arg_filler: ArgFiller | None = None,
 ) -> Executor:
     """A new run of ``plan`` in ``out_dir`` (which must not hold a journal yet).
 
@@ -107,10 +117,11 @@ def start_run(
             f"({', '.join(problem.initial) or 'none'})"
         )
     options = options or ExecuteOptions()
+    filling = filling_for(problem, out_dir, arg_filler, None)
     if tools is None:
-        tools = tool_table(problem, plan, tools_spec, simulate, rates, options.seed)
+        tools = tool_table(problem, plan, tools_spec, simulate, rates, options.seed, filling)
     else:
-        tools = tools if simulate else bind_htn_tools(problem, tools)
+        tools = tools if simulate else bind_htn_tools(problem, tools, filling)
         missing = sorted({t.tool for t in plan.tasks if t.tool not in tools})
         if missing:
             raise ToolError(f"no callable for {', '.join(missing)}")
@@ -170,6 +181,22 @@ def read_run(run_dir: Path) -> tuple[Journal, dict[str, Any], Problem]:
     return journal, meta, problem_of(meta, str(path))
 
 
+def filling_for(problem: Problem, run_dir: Path, filler: ArgFiller | None,
+                journal: Journal | None) -> Filling | None:
+    """An HTN run's live world (replayed from ``journal`` when resuming) and its argument ledger."""
+    domain = problem.domain if isinstance(problem, HtnProblem) else None
+    if domain is None:
+        return None
+    state: dict[str, Any] = dict(domain.state)
+    if journal is not None and journal.revisions():
+        rows = journal.tasks()
+        plan = plan_from_dict(journal.revisions()[-1].plan, str(journal.path), "revisions")
+        outputs = {tid: dict(row.outputs) for tid, row in rows.items() if row.outputs is not None}
+        steps = ran_steps(domain, plan, {tid: row.status for tid, row in rows.items()}, outputs)
+        state = replay_state(domain, [done for _, done in steps])
+    return Filling(filler, Ledger(run_dir / "argfill.jsonl"), World(state))
+
+
 CATALOG_KEYS = ("name", "objective", "scopes", "limits", "resources", "policy")
 
 
@@ -189,9 +216,12 @@ def resume_run(
     on_event: Callable[[dict[str, Any]], None] | None = None,
     hook: Hook | None = None,
     tools: Mapping[str, ToolFn] | None = None,
+    arg_filler: ArgFiller | None = None,
 ) -> Executor:
-    """The run in ``run_dir``, continued where it stopped (``tools``: as for :func:`start_run`)."""
+    """The run in ``run_dir``, continued where it stopped (``tools``, ``arg_filler``: as for
+    :func:`start_run`)."""
     journal, meta, problem = read_run(run_dir)
+    filling = filling_for(problem, run_dir, arg_filler, journal)
     try:
         options = ExecuteOptions(**meta["options"])
     except (TypeError, ValueError) as exc:
@@ -203,12 +233,12 @@ def resume_run(
     if simulate:
         tools = simulated_tools(problem, meta.get("fail") or {}, options.seed)
     elif tools is None:
-        tools = bind_htn_tools(problem, load_tools(meta.get("tools"), problem.tools))
+        tools = bind_htn_tools(problem, load_tools(meta.get("tools"), problem.tools), filling)
         missing = sorted(t for t in plan_tools if t not in tools)
         if missing:
             raise ToolError(f"--tools {meta.get('tools')}: no callable for {', '.join(missing)}")
     else:
-        tools = bind_htn_tools(problem, tools)
+        tools = bind_htn_tools(problem, tools, filling)
     events = journal.events()
     offset = float(events[-1].get("time", 0.0)) if events else 0.0
     warm_up()

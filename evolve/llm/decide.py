@@ -19,7 +19,7 @@ from typing import Any
 from evolve import defaults
 from evolve.llm.cache import ReplyCache, cached_call, default_cache_dir, prompt_hash
 from evolve.llm.client import ChatClient, OwnsClient
-from evolve.llm.factory import API_KEY_ENV, api_key_from_env
+from evolve.llm.factory import chat_client
 from evolve.llm.reply import Rejected, extract_json
 from evolve.llm.usage import Usage
 from evolve.model.errors import RunFailed
@@ -140,7 +140,6 @@ def make_decider(base_url: str, model: str, *, timeout: float = defaults.LLM_TIM
                  cache_dir: str | None = None, seed: int = defaults.SEED) -> Decider:
     """A :class:`Decider` for ``base_url``: the key from the environment only, replies cached under
     the default cache folder (or ``cache_dir``)."""
-    client = ChatClient(base_url, model, api_key=api_key_from_env(API_KEY_ENV), timeout=timeout,
-                        max_retries=defaults.LLM_MAX_RETRIES, backoff=defaults.LLM_BACKOFF)
+    client = chat_client(base_url, model, timeout=timeout)
     return Decider(client, cache=ReplyCache(cache_dir if cache_dir is not None else default_cache_dir()),
                    seed=seed)

@@ -96,3 +96,10 @@ def make_llm_operator(
         mode=mode,
         menu_size=menu_size,
     )
+
+
+def chat_client(base_url: str, model: str, *, timeout: float = defaults.LLM_TIMEOUT) -> ChatClient:
+    """A client with the default retries, its key from the environment only (the small-model
+    calls of an HTN run: hoisted decisions, argument filling)."""
+    return ChatClient(base_url, model, api_key=api_key_from_env(API_KEY_ENV), timeout=timeout,
+                      max_retries=defaults.LLM_MAX_RETRIES, backoff=defaults.LLM_BACKOFF)

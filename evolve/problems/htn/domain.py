@@ -202,6 +202,9 @@ class Operator:
     the state); carried with the domain, not used by the planner."""
     exec_spec: Mapping[str, Any] | None = None
     """The file's ``exec``: how a runtime runs the tool (``cmd`` and ``args``); carried only."""
+    args: Mapping[str, str] | None = None
+    """With ``prompt``: the arguments the small model must return, name -> ``string``,
+    ``number``, ``integer`` or ``boolean`` (``None``: any JSON object of scalars)."""
 
     def __hash__(self) -> int:
         return hash(self.name)

@@ -39,7 +39,8 @@ DOMAIN_KEYS = ("name", "objective", "htn", "tools", "scopes", "limits", "resourc
 HTN_KEYS = ("state", "goal", "operators", "methods", "tasks", "max_depth", "max_nodes", "decide")
 DECISION_KEYS = ("prompt", "enum", "default")
 OPERATOR_KEYS = ("pre", "effects", "duration", "cost", "tool", "risk", "scope", "uses", "llm_calls",
-                 "description", "prompt", "exec")
+                 "description", "prompt", "exec", "args")
+ARG_TYPES = ("string", "number", "integer", "boolean")
 EXEC_KEYS = ("cmd", "args")
 METHOD_KEYS = ("task", "pre", "subtasks", "unordered")
 TASK_KEYS = ("achieves", "description")
@@ -231,7 +232,18 @@ def read_operator(r: Reader, name: str, spec: object, tools: Mapping[str, Tool])
                                tool.description if tool else ""),
         prompt=r.optional(doc, "prompt", path, r.text, None),
         exec_spec=r.optional(doc, "exec", path, lambda v, p: read_exec(r, v, p), None),
+        args=read_args(r, doc, path),
     )
+
+
+def read_args(r: Reader, doc: Mapping[str, Any], path: str) -> dict[str, str] | None:
+    """``args: {name: type}``, the schema of a prompted operator's model-filled arguments."""
+    if "args" not in doc:
+        return None
+    if doc.get("prompt") is None:
+        raise r.fail(join(path, "args"), "needs a prompt (the model fills the arguments from it)")
+    spec = r.mapping(doc["args"], join(path, "args"), None)
+    return {name: r.choice(kind, f"{path}.args.{name}", ARG_TYPES) for name, kind in spec.items()}
 
 
 def read_exec(r: Reader, value: object, path: str) -> dict[str, Any]:

@@ -35,6 +35,7 @@ def operator_doc(op: Operator) -> dict[str, Any]:
         "scope": op.scope, "uses": dict(op.uses) or None, "llm_calls": op.llm_calls or None,
         "description": op.description or None, "prompt": op.prompt,
         "exec": dict(op.exec_spec) if op.exec_spec is not None else None,
+        "args": dict(op.args) if op.args is not None else None,
     }
     doc.update({k: v for k, v in optional.items() if v is not None})
     return doc
