@@ -25,6 +25,8 @@ from evolve.cli.htn import COMMANDS as HTN_COMMANDS
 from evolve.cli.htn import FALLBACK_HELP as HTN_FALLBACK_HELP
 from evolve.cli.htn import FALLBACKS as HTN_FALLBACKS
 from evolve.cli.htn import htn_fallback_for
+from evolve.cli.htn import limit_options as htn_limit_options
+from evolve.cli.htn import run_problem as htn_run_problem
 from evolve.cli.report import COMMANDS as REPORT_COMMANDS
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all, survey
@@ -70,6 +72,7 @@ def read_problem(path: str) -> Problem:
 
 @cli.command()
 @click.argument("problem_file", type=click.Path(dir_okay=False))
+@click.argument("hddl_problem", type=click.Path(dir_okay=False, exists=True), required=False)
 @click.option("--generations", type=click.IntRange(min=0), default=DEFAULTS.generations, show_default=True)
 @click.option("--population", type=click.IntRange(min=2), default=DEFAULTS.population, show_default=True)
 @click.option("--keep", type=click.IntRange(min=1), default=DEFAULTS.keep, show_default=True,
@@ -108,6 +111,7 @@ def read_problem(path: str) -> Problem:
               help="How children are made: random structural operators, or also an LLM proposing patches.")
 @click.option("--htn-fallback", type=click.Choice(HTN_FALLBACKS), default="none", show_default=True,
               help=HTN_FALLBACK_HELP)
+@htn_limit_options
 @click.option("--llm-base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")
 @click.option("--llm-model", default=None, help="Model name the endpoint serves.")
 @click.option("--llm-ratio", type=click.FloatRange(0, 1), default=defaults.LLM_SHARE, show_default=True,
@@ -141,12 +145,12 @@ def read_problem(path: str) -> Problem:
 @click.option("--no-report", is_flag=True, help="Do not write report.html at the end of the run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @friendly
-def run(problem_file: str, generations: int, population: int, keep: int, seed: int,
+def run(problem_file: str, hddl_problem: str | None, generations: int, population: int, keep: int, seed: int,
         jobs: int | None, out_dir: str | None, fitness_specs: tuple[str, ...], weights: str | None,
         backend: str, scheduler_address: str | None, eval_timeout: float | None,
         isolate: bool | None, max_evaluations: int | None, max_seconds: float | None,
         targets: tuple[str, ...], patience: int | None, resume_dir: str | None, operator: str,
-        htn_fallback: str,
+        htn_fallback: str, max_depth: int | None, max_nodes: int | None,
         llm_base_url: str | None, llm_model: str | None, llm_ratio: float, llm_max_calls: int | None,
         llm_timeout: float | None, llm_concurrency: int | None, llm_response_format: str | None,
         llm_prompt_dir: str | None, llm_cache_dir: str | None, llm_mode: str, llm_menu_size: int,
@@ -155,9 +159,10 @@ def run(problem_file: str, generations: int, population: int, keep: int, seed: i
 
     A run writes a checkpoint after every generation; one that was stopped
     (Ctrl-C, a crash, a killed machine) continues with the same command plus
-    --resume RUN_DIR.
+    --resume RUN_DIR. An HDDL domain and problem run directly: DOMAIN.hddl HDDL_PROBLEM.
     """
-    problem = read_problem(problem_file)
+    problem = htn_run_problem(read_problem(problem_file) if hddl_problem is None else None,
+                              hddl_problem, problem_file, max_depth, max_nodes)
     if resume_dir is not None and out_dir is not None and Path(out_dir) != Path(resume_dir):
         raise click.BadParameter("--out and --resume name different folders", param_hint="--out")
     options = SearchOptions(

@@ -3,10 +3,16 @@
 A compound task is replaced by the subtasks of the first method whose guard
 holds; a primitive one is applied when its precondition holds; when a branch
 fails, the planner backtracks to the last choice and tries the next method (or
-the next order of an unordered method's subtasks). ``max_depth`` bounds how
-deep compound tasks nest and ``max_nodes`` how many search nodes one
-decomposition may visit, so every call ends: with a plan, or with "no plan" and
-the precondition that blocked the deepest attempt.
+the next order of an unordered method's subtasks). This is progression search:
+a node is a state and the task network still to do, and a node met again (same
+state, same tasks, none of them with less depth left) is not searched twice, so
+recursive methods cannot loop. The depth (how deep compound tasks nest) is
+deepened iteratively, :data:`FIRST_DEPTH` then doubling up to ``max_depth``, so
+shallow decompositions are found first and a domain that needs deep ones still
+gets them; ``max_nodes`` bounds the nodes of one call over all its rounds. Every
+call ends: with a plan, or with :class:`NoPlan` saying which limit was hit (the
+depth, the nodes) or that the space is exhausted, and what blocked the deepest
+attempt.
 
 The order in which alternatives are tried is the genome the search evolves: a
 :class:`Choice` per choice point (the method preferred at one occurrence of a
@@ -22,7 +28,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from evolve.problems.htn.domain import (
@@ -43,6 +49,8 @@ from evolve.problems.htn.domain import (
 from evolve.problems.htn.fallback import DecompositionFallback, FallbackReply
 
 ChoiceValue = int | tuple[int, ...]
+FIRST_DEPTH = 8
+"""The depth limit of the first round of iterative deepening."""
 
 
 @dataclass(frozen=True)
@@ -71,26 +79,41 @@ class Step:
 
 @dataclass(frozen=True)
 class Decomposition:
-    """A plan: the primitive steps in order, the choices that made it and the final state."""
+    """A plan: the primitive steps in order, the choices that made it and the final state.
+    ``methods`` is every method applied, in order, as (path of its task, task, method): the
+    decomposition tree, empty methods included."""
 
     steps: tuple[Step, ...]
     genome: Genome
     state: Mapping[str, Value]
     nodes: int
+    methods: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
 class NoPlan:
-    """No plan: ``reason`` is ``no-plan`` (the space is exhausted) or ``budget`` (max_nodes was
-    reached first); ``blocked`` names what stopped the deepest attempt."""
+    """No plan: ``reason`` is ``no-plan`` (the space is exhausted: there is none), ``depth``
+    (none within max_depth, which cut the search) or ``budget`` (max_nodes ran out first);
+    ``blocked`` names what stopped the deepest attempt and ``limit`` the limit's value."""
 
     reason: str
     blocked: str
     nodes: int
+    limit: int = 0
 
     def __str__(self) -> str:
-        head = "no plan" if self.reason == "no-plan" else "no plan within the node budget"
-        return f"{head}: {self.blocked}"
+        if self.reason == "budget":
+            return (f"no plan within max_nodes {self.limit} (the node budget ran out; raise "
+                    f"--max-nodes); deepest attempt: {self.blocked}")
+        if self.reason == "depth":
+            return (f"no plan within max_depth {self.limit} (the depth limit cut the search; raise "
+                    f"--max-depth); deepest attempt: {self.blocked}")
+        return f"no plan: {self.blocked}"
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether a limit ended the search (so a plan may still exist)."""
+        return self.reason != "no-plan"
 
 
 Outcome = Decomposition | NoPlan
@@ -114,12 +137,37 @@ class Pending:
     rest: Pending | None
 
 
+Applied = tuple[tuple[str, str, str], "Applied"] | None
+"""The methods applied so far, newest first (a linked list, so a node extends it in O(1))."""
+
+
 @dataclass(frozen=True)
 class Node:
     pending: Pending | None
     state: Mapping[str, Value]
     steps: tuple[Step, ...]
     choices: tuple[Choice, ...]
+    applied: Applied = None
+
+
+def network_key(node: Node) -> tuple[tuple[object, tuple[str, ...]], tuple[int, ...]]:
+    """What a node is for pruning (its state and remaining tasks) and its tasks' depths."""
+    names: list[str] = []
+    depths: list[int] = []
+    task = node.pending
+    while task is not None:
+        names.append(task.name)
+        depths.append(task.depth)
+        task = task.rest
+    return (frozenset(node.state.items()), tuple(names)), tuple(depths)
+
+
+def unlink(applied: Applied) -> tuple[tuple[str, str, str], ...]:
+    out = []
+    while applied is not None:
+        out.append(applied[0])
+        applied = applied[1]
+    return tuple(reversed(out))
 
 
 @dataclass
@@ -151,6 +199,8 @@ class Planner:
         self.fallback = fallback
         self.learned = learned if learned is not None else Learned()
         self.deepest: tuple[int, str] = (-1, "")
+        self.limit = domain.max_depth
+        self.cut = False
         self.by_task: dict[str, tuple[Method, ...]] = {}
         for method in domain.methods:
             self.by_task[method.task] = (*self.by_task.get(method.task, ()), method)
@@ -171,7 +221,28 @@ class Planner:
 
     def search(self, root: Pending | None, state: State, prefs: Mapping[str, ChoiceValue],
                chooser: Chooser | None, use_fallback: bool) -> Outcome:
+        """Iterative deepening over :meth:`bounded` (see the module docstring)."""
+        domain = self.domain
+        limit = min(FIRST_DEPTH, domain.max_depth)
+        nodes = 0
+        while True:
+            outcome = self.bounded(root, state, prefs, chooser, use_fallback, limit,
+                                   domain.max_nodes - nodes)
+            nodes += outcome.nodes
+            if isinstance(outcome, Decomposition):
+                return replace(outcome, nodes=nodes)
+            if outcome.reason != "depth" or limit >= domain.max_depth:
+                return replace(outcome, nodes=nodes)
+            limit = min(2 * limit, domain.max_depth)
+
+    def bounded(self, root: Pending | None, state: State, prefs: Mapping[str, ChoiceValue],
+                chooser: Chooser | None, use_fallback: bool, limit: int, budget: int) -> Outcome:
+        """Depth-first search with compound tasks nested at most ``limit`` deep, at most
+        ``budget`` nodes, and a node dominated by one seen before not searched again."""
         self.deepest = (-1, "")
+        self.limit = limit
+        self.cut = False
+        seen: dict[tuple[object, tuple[str, ...]], tuple[int, ...]] = {}
         stack: list[Iterator[Node]] = [iter([Node(root, state, (), ())])]
         nodes = 0
         while stack:
@@ -182,10 +253,20 @@ class Planner:
             nodes += 1
             if node.pending is None:
                 genome = tuple(sorted({c.key: c for c in node.choices}.values(), key=lambda c: c.key))
-                return Decomposition(node.steps, genome, node.state, nodes)
-            if nodes >= self.domain.max_nodes:
-                return NoPlan("budget", self.deepest[1] or "nothing tried", nodes)
+                return Decomposition(node.steps, genome, node.state, nodes, unlink(node.applied))
+            if nodes >= budget:
+                return NoPlan("budget", self.deepest[1] or "nothing tried", nodes, self.domain.max_nodes)
+            key, depths = network_key(node)
+            before = seen.get(key)
+            if before is not None and len(before) == len(depths) and \
+                    all(b <= d for b, d in zip(before, depths)):
+                self.blocked(node, "every way on returns to a state and task network already "
+                                   f"searched (a cycle, at {node.pending.path})")
+                continue  # met before with at least as much depth left: nothing new below
+            seen[key] = depths
             stack.append(self.expand(node, prefs, chooser, use_fallback))
+        if self.cut:
+            return NoPlan("depth", self.deepest[1] or "nothing tried", nodes, self.domain.max_depth)
         return NoPlan("no-plan", self.deepest[1] or f"nothing decomposes {self.domain.goal!r}", nodes)
 
     def blocked(self, node: Node, text: str) -> None:
@@ -199,14 +280,16 @@ class Planner:
         task = node.pending
         assert task is not None
         domain = self.domain
-        if task.depth > domain.max_depth:
-            self.blocked(node, f"max_depth {domain.max_depth} reached at {task.path}")
+        if task.depth > self.limit:
+            self.cut = True
+            self.blocked(node, f"depth {self.limit} reached at {task.path}")
             return
         operator = domain.operators.get(task.name)
         if operator is not None:
             if holds(operator.pre, node.state):
                 step = Step(operator.name, task.path, task.trail)
-                yield Node(task.rest, operator.effects.apply(node.state), (*node.steps, step), node.choices)
+                yield Node(task.rest, operator.effects.apply(node.state), (*node.steps, step), node.choices,
+                           node.applied)
             else:
                 failing = first_failing(operator.pre, node.state)
                 self.blocked(node, f"{operator.name} needs {show(failing or operator.pre)} "
@@ -255,7 +338,8 @@ class Planner:
             made = [choice]
             if method.unordered and size > 1:
                 made.append(Choice(order_key, tuple(order), size))
-            yield Node(rest, node.state, node.steps, (*node.choices, *made))
+            yield Node(rest, node.state, node.steps, (*node.choices, *made),
+                       ((task.path, task.name, method.name), node.applied))
 
     def orders(self, key: str, size: int, unordered: bool, prefs: Mapping[str, ChoiceValue],
                chooser: Chooser | None) -> Iterator[tuple[int, ...]]:
@@ -281,10 +365,10 @@ class Planner:
         if question in self.learned.verdicts:
             name = self.learned.verdicts[question]
             return next((m for m in self.methods(task.name) if m.name == name), None)
-        deepest = self.deepest
+        saved = (self.deepest, self.limit, self.cut)  # judging searches too
         reply = self.fallback.decompose(task.name, dict(state), self.domain.operators, self.domain.tasks)
         method, rejected, detail = self.judge(task, state, reply)
-        self.deepest = deepest
+        self.deepest, self.limit, self.cut = saved
         record: dict[str, Any] = {"task": task.name, "path": task.path, "accepted": method is not None,
                                   "subtasks": list(reply.subtasks or ()), **dict(reply.meta)}
         if method is not None:
