@@ -156,6 +156,8 @@ class Grounder:
                 raise self.fail(f"object {name}: names start with a letter")
         self.below = self.subtypes()
         self.by_type: dict[str, list[str]] = {}
+        self.members: dict[str, set[str]] = {}
+        self.effect_cache: dict[tuple[str, tuple[str, ...]], list[Effect]] = {}
         changed = {p for a in domain.actions.values() for p in self.effect_predicates(a.effect)}
         self.static = {p for p in (*domain.predicates, *(c.name for c in problem.init)) if p not in changed}
         self.init = {(c.name, c.args) for c in problem.init}
@@ -198,7 +200,10 @@ class Grounder:
         return self.by_type[key]
 
     def is_a(self, name: str, types: Sequence[str]) -> bool:
-        return name in self.types and (OBJECT in types or name in set(self.objects_of(types)))
+        key = ",".join(types)
+        if key not in self.members:
+            self.members[key] = set(self.objects_of(types))
+        return name in self.members[key]
 
     def term(self, term: str, binding: Mapping[str, str]) -> str:
         if term.startswith("?"):
@@ -361,22 +366,31 @@ class Grounder:
 
     def relax(self) -> None:
         """The facts and actions reachable when deletes are ignored (a superset of every
-        reachable state's); afterwards an atom outside it counts as false."""
+        reachable state's); afterwards an atom outside it counts as false. Semi-naive: an
+        action is joined again only when a predicate of its precondition gained facts."""
         done: dict[str, set[tuple[str, ...]]] = {name: set() for name in self.domain.actions}
-        changed = True
-        while changed:
-            changed = False
+        reads = {a.name: {str(c[0]) for c in conjuncts(a.pre) if isinstance(c, tuple) and c}
+                 for a in self.domain.actions.values()}
+        grown: set[str] | None = None
+        while grown is None or grown:
+            grew: set[str] = set()
             for action in self.domain.actions.values():
+                if grown is not None and not reads[action.name] & grown:
+                    continue
                 for binding in list(self.bindings(action.params, action.pre)):
                     args = tuple(binding[v] for v, _ in action.params)
                     if args in done[action.name]:
                         continue
                     done[action.name].add(args)
-                    for effect in self.effects(action.effect, binding):
+                    effects = list(self.effects(action.effect, binding))
+                    self.effect_cache[(action.name, args)] = effects
+                    for effect in effects:
                         if effect.positive:
                             name, atom_args = effect.atom
-                            changed |= self.facts.setdefault(name, Relation()).add(atom_args)
-                            self.reached.add(effect.key)
+                            if self.facts.setdefault(name, Relation()).add(atom_args):
+                                grew.add(name)
+                                self.reached.add(effect.key)
+            grown = grew
         self.closed = True
         for name, rows in done.items():
             relation = self.instances.setdefault(name, Relation())
@@ -398,8 +412,9 @@ class Grounder:
             binding = {v: a for (v, _), a in zip(definition.params, args)}
             pre = self.formula(definition.pre, binding)
             if pre is not False:
-                made = self.make_operator(ground_name(name, args), pre,
-                                          list(self.effects(definition.effect, binding)))
+                effects = self.effect_cache.get(key)
+                made = self.make_operator(ground_name(name, args), pre, effects if effects is not None
+                                          else list(self.effects(definition.effect, binding)))
         self.actions[key] = made
         return made
 
@@ -470,11 +485,14 @@ class Grounder:
             methods.update(variants)
         kept = self.reachable(methods, tasks)
         operators = {n: op for n, op in self.operators.items() if n in kept}
+        cost = cheapest(methods, tasks, set(self.operators))
+        order = sorted((n for n in methods if n in kept),
+                       key=lambda n: sum(cost.get(s, INFINITE) for s in methods[n]["subtasks"]))
         return {"name": problem.name or self.domain.name,
                 "htn": {"state": {atom_key(n, a): True for n, a in sorted(self.init)
                                   if n not in self.static},
                         "goal": ROOT_TASK, "operators": operators,
-                        "methods": {n: m for n, m in methods.items() if n in kept}}}
+                        "methods": {n: methods[n] for n in order}}}
 
     def instantiate(self, definition: MethodDef, root: str | None = None) \
             -> Iterator[tuple[str, dict[str, Any], tuple[str, ...]]]:
@@ -551,6 +569,28 @@ class Relation:
         for row in list(shortest):
             if all(len(row) > i and row[i] == v for i, v in fixed):
                 yield row
+
+
+INFINITE = 10 ** 9
+
+
+def cheapest(methods: Mapping[str, dict[str, Any]], tasks: Mapping[str, list[str]],
+             operators: set[str]) -> dict[str, int]:
+    """The fewest actions each task can take, preconditions ignored (a least fixpoint): the
+    planner tries a task's methods in the file's order, so the document lists the cheapest
+    first (ties keep the domain's order), which finds short plans first and leaves recursion
+    for when nothing shorter works."""
+    cost = {name: 0 if name == GOAL_OPERATOR else 1 for name in operators}
+    changed = True
+    while changed:
+        changed = False
+        for task, names in tasks.items():
+            best = min((sum(cost.get(s, INFINITE) for s in methods[n]["subtasks"]) for n in names),
+                       default=INFINITE)
+            if best < cost.get(task, INFINITE):
+                cost[task] = best
+                changed = True
+    return cost
 
 
 def operator_doc(pre: Ground, effects: list[Effect]) -> dict[str, Any]:
