@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -239,3 +241,16 @@ def test_small_competition_problems_get_verified_plans(folder: str, name: str, b
     outcome, _ = solve(domain_file, problem_file)
     if best is not None:  # the competition's shortest plan (Blocksworld-GTOHP p02: the 35 steps)
         assert len(outcome.steps) - 1 <= best
+
+
+def test_grounding_is_the_same_whatever_the_hash_seed(tmp_path: Path) -> None:
+    d, p = write(tmp_path, SUBTYPES, SUBTYPES_PROBLEM)
+    script = ("import json, sys; from evolve.problems.htn.hddl import read_hddl; "
+              "print(json.dumps(read_hddl(sys.argv[1], sys.argv[2])))")
+    outputs = set()
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-c", script, str(d), str(p)], env=env, check=True,
+                              capture_output=True, text=True)
+        outputs.add(done.stdout)
+    assert len(outputs) == 1

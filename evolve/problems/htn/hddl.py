@@ -162,7 +162,7 @@ class Grounder:
         self.static = {p for p in (*domain.predicates, *(c.name for c in problem.init)) if p not in changed}
         self.init = {(c.name, c.args) for c in problem.init}
         self.facts: dict[str, Relation] = {}
-        for name, args in self.init:
+        for name, args in dict.fromkeys((c.name, c.args) for c in problem.init):
             self.facts.setdefault(name, Relation()).add(args)
         self.reached = {atom_key(n, a) for n, a in self.init}
         self.closed = False
@@ -368,7 +368,7 @@ class Grounder:
         """The facts and actions reachable when deletes are ignored (a superset of every
         reachable state's); afterwards an atom outside it counts as false. Semi-naive: an
         action is joined again only when a predicate of its precondition gained facts."""
-        done: dict[str, set[tuple[str, ...]]] = {name: set() for name in self.domain.actions}
+        done: dict[str, dict[tuple[str, ...], None]] = {name: {} for name in self.domain.actions}
         reads = {a.name: {str(c[0]) for c in conjuncts(a.pre) if isinstance(c, tuple) and c}
                  for a in self.domain.actions.values()}
         grown: set[str] | None = None
@@ -381,7 +381,7 @@ class Grounder:
                     args = tuple(binding[v] for v, _ in action.params)
                     if args in done[action.name]:
                         continue
-                    done[action.name].add(args)
+                    done[action.name][args] = None
                     effects = list(self.effects(action.effect, binding))
                     self.effect_cache[(action.name, args)] = effects
                     for effect in effects:
@@ -549,13 +549,13 @@ class Relation:
     """A set of argument tuples, indexed by (position, value) for the join."""
 
     def __init__(self) -> None:
-        self.rows: set[tuple[str, ...]] = set()
+        self.rows: dict[tuple[str, ...], None] = {}  # an ordered set: grounding is deterministic
         self.index: dict[tuple[int, str], list[tuple[str, ...]]] = {}
 
     def add(self, row: tuple[str, ...]) -> bool:
         if row in self.rows:
             return False
-        self.rows.add(row)
+        self.rows[row] = None
         for i, value in enumerate(row):
             self.index.setdefault((i, value), []).append(row)
         return True
