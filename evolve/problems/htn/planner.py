@@ -25,6 +25,7 @@ deep plans never meet Python's recursion limit.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import Iterator, Mapping, Sequence
@@ -136,6 +137,21 @@ class Pending:
     trail: tuple[tuple[str, bool, int], ...]
     rest: Pending | None
 
+    @functools.cached_property
+    def network(self) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        """The names and depths of this task and all after it (made once per task, from the
+        first one after it already made: no recursion, however long the list)."""
+        fresh: list[Pending] = []
+        task: Pending | None = self
+        while task is not None and "network" not in task.__dict__:
+            fresh.append(task)
+            task = task.rest
+        names, depths = task.network if task is not None else ((), ())
+        for item in reversed(fresh):
+            names, depths = (item.name, *names), (item.depth, *depths)
+            item.__dict__["network"] = (names, depths)
+        return names, depths
+
 
 Applied = tuple[tuple[str, str, str], "Applied"] | None
 """The methods applied so far, newest first (a linked list, so a node extends it in O(1))."""
@@ -152,14 +168,8 @@ class Node:
 
 def network_key(node: Node) -> tuple[tuple[object, tuple[str, ...]], tuple[int, ...]]:
     """What a node is for pruning (its state and remaining tasks) and its tasks' depths."""
-    names: list[str] = []
-    depths: list[int] = []
-    task = node.pending
-    while task is not None:
-        names.append(task.name)
-        depths.append(task.depth)
-        task = task.rest
-    return (frozenset(node.state.items()), tuple(names)), tuple(depths)
+    names, depths = node.pending.network if node.pending is not None else ((), ())
+    return (frozenset(node.state.items()), names), depths
 
 
 def unlink(applied: Applied) -> tuple[tuple[str, str, str], ...]:
