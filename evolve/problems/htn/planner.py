@@ -6,10 +6,13 @@ fails, the planner backtracks to the last choice and tries the next method (or
 the next order of an unordered method's subtasks). This is progression search:
 a node is a state and the task network still to do, and a node met again (same
 state, same tasks, none of them with less depth left) is not searched twice, so
-recursive methods cannot loop. The depth (how deep compound tasks nest) is
-deepened iteratively, :data:`FIRST_DEPTH` then doubling up to ``max_depth``, so
-shallow decompositions are found first and a domain that needs deep ones still
-gets them; ``max_nodes`` bounds the nodes of one call over all its rounds. Every
+recursive methods cannot loop. How deep compound tasks may nest is not one fixed
+limit but a portfolio, as in iterative deepening with restarts: limits from
+:data:`FIRST_DEPTH` growing up to ``max_depth``, each run in turn with a node
+cap that grows every cycle. A shallow limit finds short plans and stops a
+recursive method from wandering; a deep one finds the plans only deep nesting
+allows; neither can starve the other, and which one a domain needs need not be
+known. ``max_nodes`` bounds the nodes of one call over all its rounds. Every
 call ends: with a plan, or with :class:`NoPlan` saying which limit was hit (the
 depth, the nodes) or that the space is exhausted, and what blocked the deepest
 attempt.
@@ -51,7 +54,13 @@ from evolve.problems.htn.fallback import DecompositionFallback, FallbackReply
 
 ChoiceValue = int | tuple[int, ...]
 FIRST_DEPTH = 8
-"""The depth limit of the first round of iterative deepening."""
+"""The shallowest depth limit of the portfolio; each next one is :data:`DEPTH_GROWTH` times
+deeper, up to ``max_depth``."""
+DEPTH_GROWTH = 2
+FIRST_CAP = 1000
+"""Nodes each depth limit gets in the first cycle of the portfolio."""
+CAP_GROWTH = 4
+"""How much more each cycle gives (so the total is a small multiple of the last cycle's)."""
 
 
 @dataclass(frozen=True)
@@ -231,19 +240,37 @@ class Planner:
 
     def search(self, root: Pending | None, state: State, prefs: Mapping[str, ChoiceValue],
                chooser: Chooser | None, use_fallback: bool) -> Outcome:
-        """Iterative deepening over :meth:`bounded` (see the module docstring)."""
+        """Depth limits tried as a portfolio (see the module docstring): in each cycle every
+        open limit, shallow to deep, gets ``cap`` nodes; a limit whose space is exhausted is
+        closed, and a round the depth never cut makes the deeper limits of its cycle the same
+        search, so they are skipped; the cap grows by :data:`CAP_GROWTH` each cycle until
+        ``max_nodes`` are spent."""
         domain = self.domain
-        limit = min(FIRST_DEPTH, domain.max_depth)
-        nodes = 0
-        while True:
-            outcome = self.bounded(root, state, prefs, chooser, use_fallback, limit,
-                                   domain.max_nodes - nodes)
-            nodes += outcome.nodes
-            if isinstance(outcome, Decomposition):
-                return replace(outcome, nodes=nodes)
-            if outcome.reason != "depth" or limit >= domain.max_depth:
-                return replace(outcome, nodes=nodes)
-            limit = min(2 * limit, domain.max_depth)
+        limits = [min(FIRST_DEPTH, domain.max_depth)]
+        while limits[-1] < domain.max_depth:
+            limits.append(min(DEPTH_GROWTH * limits[-1], domain.max_depth))
+        cap, used = FIRST_CAP, 0
+        last: NoPlan | None = None
+        while limits:
+            for limit in list(limits):
+                budget = min(cap, domain.max_nodes - used)
+                if budget <= 0:
+                    assert last is not None
+                    return replace(last, reason="budget", nodes=used, limit=domain.max_nodes)
+                outcome = self.bounded(root, state, prefs, chooser, use_fallback, limit, budget)
+                used += outcome.nodes
+                if isinstance(outcome, Decomposition):
+                    return replace(outcome, nodes=used)
+                last = outcome
+                if outcome.reason == "no-plan":  # exhausted, nothing cut: there is no plan
+                    return replace(outcome, nodes=used)
+                if outcome.reason == "depth":  # exhausted within this limit: close it
+                    limits = [x for x in limits if x > limit]
+                elif not self.cut:  # the budget ran out before the depth mattered
+                    break
+            cap *= CAP_GROWTH
+        assert last is not None
+        return replace(last, nodes=used)
 
     def bounded(self, root: Pending | None, state: State, prefs: Mapping[str, ChoiceValue],
                 chooser: Chooser | None, use_fallback: bool, limit: int, budget: int) -> Outcome:
