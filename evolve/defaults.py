@@ -179,6 +179,11 @@ HTN_MAX_DEPTH = 12
 domain ends in "no plan", never a hang."""
 HTN_MAX_NODES = 20_000
 """Search nodes one decomposition may visit (``htn.max_nodes``): the planner's hard stop."""
+HDDL_MAX_DEPTH = 1000
+"""``max_depth`` of a domain grounded from HDDL (``evolve hddl``): the competition's domains recurse
+deeply; iterative deepening finds shallow plans first, so a high limit costs nothing when unused."""
+HDDL_MAX_NODES = 500_000
+"""``max_nodes`` of a domain grounded from HDDL: its ground search spaces are larger than a file's."""
 HTN_VALIDATE_STATES = 256
 """Synthetic world states ``evolve validate-domain`` tries; more combinations are sampled."""
 HTN_FALLBACK_TEMPERATURE = 0.0

@@ -155,17 +155,17 @@ def test_max_depth_ends_a_recursive_domain_in_no_plan() -> None:
                                      methods={"again": {"task": "loop", "subtasks": ["tick", "loop"]}}))
     outcome = Planner(domain).plan()
     assert isinstance(outcome, NoPlan) and outcome.reason == "no-plan"
-    assert "max_depth 12 reached" in outcome.blocked
+    assert "a cycle" in outcome.blocked  # tick changes nothing: the loop is proven endless
     assert outcome.nodes < 100
 
 
 def test_the_node_budget_ends_an_exponential_domain() -> None:
-    # two recursive methods: 2^depth branches, each failing at max_depth; the budget stops it first
+    # sixteen recursive methods, each setting its own key: 2^16 states (so pruning repeated
+    # states does not end it), every branch failing at max_depth; the budget stops it first
     domain, _ = domain_from_dict(doc(
         goal="loop", max_depth=40, max_nodes=5000,
-        operators={"tick": {"duration": 1}, "tock": {"duration": 1}},
-        methods={"a": {"task": "loop", "subtasks": ["tick", "loop"]},
-                 "b": {"task": "loop", "subtasks": ["tock", "loop"]}}))
+        operators={f"tick{i}": {"duration": 1, "effects": {"set": {f"k{i}": True}}} for i in range(16)},
+        methods={f"m{i}": {"task": "loop", "subtasks": [f"tick{i}", "loop"]} for i in range(16)}))
     outcome = Planner(domain).plan()
     assert isinstance(outcome, NoPlan) and outcome.reason == "budget" and outcome.nodes == 5000
 
@@ -176,7 +176,7 @@ def test_a_domain_without_a_plan_is_refused_by_run(tmp_path: Path) -> None:
                                        methods={"again": {"task": "loop", "subtasks": ["tick", "loop"]}})))
     result = CliRunner().invoke(cli, ["run", str(path), "--jobs", "1", "--out", str(tmp_path / "r")])
     assert result.exit_code == 3
-    assert "no plan: max_depth 12 reached" in result.output
+    assert "no plan: every way on returns to a state and task network already searched" in result.output
 
 
 # -- the task graph -----------------------------------------------------------------------------

@@ -295,8 +295,8 @@ def execute(
                 )
             folder = Path(resume_dir)
             read_run(folder)[0].close()
-            filler = (stack.enter_context(make_arg_filler(llm_base_url, llm_model, seed=seed))
-                      if llm_base_url and llm_model else None)
+            filler = (stack.enter_context(make_arg_filler(llm.base_url, llm.model, seed=seed))
+                      if llm.base_url and llm.model else None)
             executor = resume_run(
                 folder, replanner=proposer_replanner, dispatcher=factory, on_event=show, arg_filler=filler
             )
@@ -326,12 +326,12 @@ def execute(
             prompted = sorted(name for name, op in operators.items() if op.prompt is not None)
             filler = None
             if prompted and not simulate:
-                if not llm_base_url or not llm_model:
+                if not llm.base_url or not llm.model:
                     raise click.UsageError(
                         f"{', '.join(prompted)}: a small model fills the arguments from the prompt: "
                         "give --llm-base-url and --llm-model"
                     )
-                filler = stack.enter_context(make_arg_filler(llm_base_url, llm_model, seed=seed))
+                filler = stack.enter_context(make_arg_filler(llm.base_url, llm.model, seed=seed))
             executor = start_run(
                 problem,
                 plan,

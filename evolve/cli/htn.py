@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,48 @@ from evolve.problems.htn import (
 )
 from evolve.problems.htn.hddl import read_hddl
 from evolve.problems.htn.pihtn import from_pihtn, is_pihtn_document
+from evolve.problems.htn.problem import htn_problem
+from evolve.problems.htn.reader import MAX_DEPTH_LIMIT
+
+MAX_DEPTH_HELP = "HTN domains: how deep compound tasks may nest (default: the domain file's, " \
+                 f"else {defaults.HTN_MAX_DEPTH}; {defaults.HDDL_MAX_DEPTH} for HDDL)."
+MAX_NODES_HELP = "HTN domains: search nodes one decomposition may visit (default: the domain file's, " \
+                 f"else {defaults.HTN_MAX_NODES}; {defaults.HDDL_MAX_NODES} for HDDL)."
+
+
+def hddl_document(domain_file: str, problem_file: str, max_depth: int | None,
+                  max_nodes: int | None) -> dict[str, Any]:
+    """The grounded HTN document of an HDDL domain and problem, with its search limits."""
+    document = read_hddl(domain_file, problem_file)
+    document["htn"]["max_depth"] = max_depth or defaults.HDDL_MAX_DEPTH
+    document["htn"]["max_nodes"] = max_nodes or defaults.HDDL_MAX_NODES
+    return document
+
+
+def run_problem(problem: Problem | None, hddl_problem: str | None, source: str, max_depth: int | None,
+                max_nodes: int | None) -> Problem:
+    """What ``evolve run`` searches: ``problem``, or the HDDL pair ``source`` + ``hddl_problem``
+    grounded; an HTN domain's limits replaced by the options given."""
+    if hddl_problem is not None:
+        return htn_problem_from_dict(hddl_document(source, hddl_problem, max_depth, max_nodes),
+                                     hddl_problem)
+    assert problem is not None
+    if not isinstance(problem, HtnProblem) or (max_depth is None and max_nodes is None):
+        if max_depth is not None or max_nodes is not None:
+            raise click.UsageError("--max-depth and --max-nodes are for HTN domains")
+        return problem
+    domain = problem.htn()
+    limited = replace(domain, max_depth=max_depth or domain.max_depth,
+                      max_nodes=max_nodes or domain.max_nodes)
+    return htn_problem(limited, problem)
+
+
+def limit_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--max-depth`` and ``--max-nodes``, for ``evolve hddl`` and ``evolve run``."""
+    command = click.option("--max-nodes", type=click.IntRange(min=1), default=None,
+                           help=MAX_NODES_HELP)(command)
+    return click.option("--max-depth", type=click.IntRange(min=1, max=MAX_DEPTH_LIMIT), default=None,
+                        help=MAX_DEPTH_HELP)(command)
 
 FALLBACKS = ("none", "llm")
 FALLBACK_HELP = ("HTN domains: who decomposes a compound task no method applies to: nobody, or an LLM "
@@ -88,10 +132,12 @@ def validate_domain_cmd(domain_file: str, max_states: int, seed: int, as_json: b
 @click.argument("problem_file", type=click.Path(dir_okay=False, exists=True))
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), required=True,
               help="The HTN domain file to write (YAML), for evolve run and validate-domain.")
+@limit_options
 @friendly
-def hddl_cmd(domain_file: str, problem_file: str, out_file: str) -> None:
-    """Ground an HDDL domain and problem into an HTN domain file (needs evolve[htn])."""
-    document = read_hddl(domain_file, problem_file)
+def hddl_cmd(domain_file: str, problem_file: str, out_file: str, max_depth: int | None,
+             max_nodes: int | None) -> None:
+    """Ground an HDDL domain and problem into an HTN domain file (see docs/hddl.md)."""
+    document = hddl_document(domain_file, problem_file, max_depth, max_nodes)
     htn_problem_from_dict(document, problem_file)  # checked like any domain file
     Path(out_file).write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     click.echo(f"wrote {out_file} ({len(document['htn']['operators'])} ground operators, "

@@ -27,6 +27,8 @@ from evolve.cli.htn import COMMANDS as HTN_COMMANDS
 from evolve.cli.htn import FALLBACK_HELP as HTN_FALLBACK_HELP
 from evolve.cli.htn import FALLBACKS as HTN_FALLBACKS
 from evolve.cli.htn import htn_fallback_for
+from evolve.cli.htn import limit_options as htn_limit_options
+from evolve.cli.htn import run_problem as htn_run_problem
 from evolve.cli.options import LlmSettings, llm_options, search_options
 from evolve.cli.patterns import COMMANDS as PATTERN_COMMANDS
 from evolve.cli.plan import COMMANDS as PLAN_COMMANDS
@@ -65,6 +67,7 @@ def read_problem(path: str) -> Problem:
 
 @cli.command()
 @click.argument("problem_file", type=click.Path(dir_okay=False))
+@click.argument("hddl_problem", type=click.Path(dir_okay=False, exists=True), required=False)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Run folder (default: a new folder under runs/).")
 @click.option("--fitness", "fitness_specs", multiple=True,
@@ -79,6 +82,7 @@ def read_problem(path: str) -> Problem:
               help="How children are made: random structural operators, or also an LLM proposing patches.")
 @click.option("--htn-fallback", type=click.Choice(HTN_FALLBACKS), default=defaults.HTN_FALLBACK,
               show_default=True, help=HTN_FALLBACK_HELP)
+@htn_limit_options
 @click.option("--force", is_flag=True,
               help="Overwrite the run already in the --out folder (default: refuse).")
 @click.option("--no-report", is_flag=True, help="Do not write report.html at the end of the run.")
@@ -86,16 +90,19 @@ def read_problem(path: str) -> Problem:
 @friendly
 @search_options
 @llm_options()
-def run(problem_file: str, options: SearchOptions, llm: LlmSettings, out_dir: str | None,
-        fitness_specs: tuple[str, ...], weights: str | None, resume_dir: str | None, operator: str,
-        htn_fallback: str, force: bool, no_report: bool, as_json: bool) -> None:
+def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm: LlmSettings,
+        out_dir: str | None, fitness_specs: tuple[str, ...], weights: str | None, resume_dir: str | None,
+        operator: str, htn_fallback: str, max_depth: int | None, max_nodes: int | None, force: bool,
+        no_report: bool, as_json: bool) -> None:
     """Search for the best plan for PROBLEM_FILE and write it to a run folder.
 
     A run writes a checkpoint after its first generation, then about once a second;
     one that was stopped (Ctrl-C, a crash, a killed machine) continues with the same
-    command plus --resume RUN_DIR and ends exactly as if never stopped.
+    command plus --resume RUN_DIR and ends exactly as if never stopped. An HDDL domain and
+    problem run directly: DOMAIN.hddl HDDL_PROBLEM.
     """
-    problem = read_problem(problem_file)
+    problem = htn_run_problem(read_problem(problem_file) if hddl_problem is None else None,
+                              hddl_problem, problem_file, max_depth, max_nodes)
     if resume_dir is not None and out_dir is not None and Path(out_dir) != Path(resume_dir):
         raise click.BadParameter("--out and --resume name different folders", param_hint="--out")
     jobs, cut = capped_jobs(options.jobs, cpu_count(), remote=options.scheduler_address is not None)

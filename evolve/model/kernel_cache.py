@@ -17,10 +17,10 @@ across files can run stale code.
 
 ``evolve/__init__.py`` imports this module first, and so before any module that
 defines a kernel (a test holds it to that): numba binds a function to its cache
-folder when the decorator runs (``numba.config.CACHE_DIR`` is read then). The folder is also put in ``NUMBA_CACHE_DIR``, so that numba's
-reload of its settings from the environment (at every compilation) keeps it and
-worker processes inherit it; it is therefore the cache folder of every cached
-numba function of the process, evolve's or not.
+folder when the decorator runs (``numba.config.CACHE_DIR`` is read then). The folder is
+also put in ``NUMBA_CACHE_DIR``, so that numba's reload of its settings from the
+environment (at every compilation) keeps it and worker processes inherit it; it is
+therefore the cache folder of every cached numba function of the process, evolve's or not.
 
 Where the folder lives, first that works:
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from evolve.fitness.evaluation import Evaluation
-from evolve.model.errors import InfeasibleProblem
+from evolve.model.errors import InfeasibleProblem, RunFailed
 from evolve.model.patch import diff_plans
 from evolve.model.plan import Plan, plan_hash
 from evolve.problems.htn.fallback import DecompositionFallback
@@ -40,6 +40,11 @@ CROSSOVER_RATE = 0.3
 
 class NoPlanError(InfeasibleProblem):
     """The domain's goal has no decomposition from its initial state (exit status 3)."""
+
+
+class PlanBudgetError(RunFailed):
+    """No plan was found before a limit (max_depth, max_nodes) ended the search: one may still
+    exist (exit status 1, not "infeasible")."""
 
 
 class RandomChooser:
@@ -136,7 +141,7 @@ class HtnSearch:
         outcome = self.planner.plan(genome, RandomChooser(rng) if rng is not None else None)
         meta: dict[str, Any] = {}
         if isinstance(outcome, NoPlan):
-            meta["htn"] = {"no_plan": str(outcome), "nodes": outcome.nodes}
+            meta["htn"] = {"no_plan": str(outcome), "nodes": outcome.nodes, "exhausted": outcome.exhausted}
             return Child(Plan(), genome, parents, operator, meta)
         meta["htn"] = {"choices": genome_doc(outcome.genome), "nodes": outcome.nodes}
         return Child(to_plan(self.domain, outcome), outcome.genome, parents, operator, meta)
@@ -155,6 +160,8 @@ class HtnSearch:
                 seen.add(digest)
                 made.append(child)
         if all(not c.plan.tasks for c in made):
+            if made[0].meta["htn"]["exhausted"]:
+                raise PlanBudgetError(self.no_plan_message(made[0]))
             raise NoPlanError(self.no_plan_message(made[0]))
         return made
 

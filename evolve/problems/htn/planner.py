@@ -3,10 +3,19 @@
 A compound task is replaced by the subtasks of the first method whose guard
 holds; a primitive one is applied when its precondition holds; when a branch
 fails, the planner backtracks to the last choice and tries the next method (or
-the next order of an unordered method's subtasks). ``max_depth`` bounds how
-deep compound tasks nest and ``max_nodes`` how many search nodes one
-decomposition may visit, so every call ends: with a plan, or with "no plan" and
-the precondition that blocked the deepest attempt.
+the next order of an unordered method's subtasks). This is progression search:
+a node is a state and the task network still to do, and a node met again (same
+state, same tasks, none of them with less depth left) is not searched twice, so
+recursive methods cannot loop. How deep compound tasks may nest is not one fixed
+limit but a portfolio, as in iterative deepening with restarts: limits from
+:data:`FIRST_DEPTH` growing up to ``max_depth``, each run in turn with a node
+cap that grows every cycle. A shallow limit finds short plans and stops a
+recursive method from wandering; a deep one finds the plans only deep nesting
+allows; neither can starve the other, and which one a domain needs need not be
+known. ``max_nodes`` bounds the nodes of one call over all its rounds. Every
+call ends: with a plan, or with :class:`NoPlan` saying which limit was hit (the
+depth, the nodes) or that the space is exhausted, and what blocked the deepest
+attempt.
 
 The order in which alternatives are tried is the genome the search evolves: a
 :class:`Choice` per choice point (the method preferred at one occurrence of a
@@ -19,10 +28,11 @@ deep plans never meet Python's recursion limit.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from evolve.problems.htn.domain import (
@@ -43,6 +53,14 @@ from evolve.problems.htn.domain import (
 from evolve.problems.htn.fallback import DecompositionFallback, FallbackReply
 
 ChoiceValue = int | tuple[int, ...]
+FIRST_DEPTH = 8
+"""The shallowest depth limit of the portfolio; each next one is :data:`DEPTH_GROWTH` times
+deeper, up to ``max_depth``."""
+DEPTH_GROWTH = 2
+FIRST_CAP = 1000
+"""Nodes each depth limit gets in the first cycle of the portfolio."""
+CAP_GROWTH = 4
+"""How much more each cycle gives (so the total is a small multiple of the last cycle's)."""
 
 
 @dataclass(frozen=True)
@@ -71,26 +89,41 @@ class Step:
 
 @dataclass(frozen=True)
 class Decomposition:
-    """A plan: the primitive steps in order, the choices that made it and the final state."""
+    """A plan: the primitive steps in order, the choices that made it and the final state.
+    ``methods`` is every method applied, in order, as (path of its task, task, method): the
+    decomposition tree, empty methods included."""
 
     steps: tuple[Step, ...]
     genome: Genome
     state: Mapping[str, Value]
     nodes: int
+    methods: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
 class NoPlan:
-    """No plan: ``reason`` is ``no-plan`` (the space is exhausted) or ``budget`` (max_nodes was
-    reached first); ``blocked`` names what stopped the deepest attempt."""
+    """No plan: ``reason`` is ``no-plan`` (the space is exhausted: there is none), ``depth``
+    (none within max_depth, which cut the search) or ``budget`` (max_nodes ran out first);
+    ``blocked`` names what stopped the deepest attempt and ``limit`` the limit's value."""
 
     reason: str
     blocked: str
     nodes: int
+    limit: int = 0
 
     def __str__(self) -> str:
-        head = "no plan" if self.reason == "no-plan" else "no plan within the node budget"
-        return f"{head}: {self.blocked}"
+        if self.reason == "budget":
+            return (f"no plan within max_nodes {self.limit} (the node budget ran out; raise "
+                    f"--max-nodes); deepest attempt: {self.blocked}")
+        if self.reason == "depth":
+            return (f"no plan within max_depth {self.limit} (the depth limit cut the search; raise "
+                    f"--max-depth); deepest attempt: {self.blocked}")
+        return f"no plan: {self.blocked}"
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether a limit ended the search (so a plan may still exist)."""
+        return self.reason != "no-plan"
 
 
 Outcome = Decomposition | NoPlan
@@ -113,6 +146,25 @@ class Pending:
     trail: tuple[tuple[str, bool, int], ...]
     rest: Pending | None
 
+    @functools.cached_property
+    def network(self) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        """The names and depths of this task and all after it (made once per task, from the
+        first one after it already made: no recursion, however long the list)."""
+        fresh: list[Pending] = []
+        task: Pending | None = self
+        while task is not None and "network" not in task.__dict__:
+            fresh.append(task)
+            task = task.rest
+        names, depths = task.network if task is not None else ((), ())
+        for item in reversed(fresh):
+            names, depths = (item.name, *names), (item.depth, *depths)
+            item.__dict__["network"] = (names, depths)
+        return names, depths
+
+
+Applied = tuple[tuple[str, str, str], "Applied"] | None
+"""The methods applied so far, newest first (a linked list, so a node extends it in O(1))."""
+
 
 @dataclass(frozen=True)
 class Node:
@@ -120,6 +172,21 @@ class Node:
     state: Mapping[str, Value]
     steps: tuple[Step, ...]
     choices: tuple[Choice, ...]
+    applied: Applied = None
+
+
+def network_key(node: Node) -> tuple[tuple[object, tuple[str, ...]], tuple[int, ...]]:
+    """What a node is for pruning (its state and remaining tasks) and its tasks' depths."""
+    names, depths = node.pending.network if node.pending is not None else ((), ())
+    return (frozenset(node.state.items()), names), depths
+
+
+def unlink(applied: Applied) -> tuple[tuple[str, str, str], ...]:
+    out = []
+    while applied is not None:
+        out.append(applied[0])
+        applied = applied[1]
+    return tuple(reversed(out))
 
 
 @dataclass
@@ -151,6 +218,8 @@ class Planner:
         self.fallback = fallback
         self.learned = learned if learned is not None else Learned()
         self.deepest: tuple[int, str] = (-1, "")
+        self.limit = domain.max_depth
+        self.cut = False
         self.by_task: dict[str, tuple[Method, ...]] = {}
         for method in domain.methods:
             self.by_task[method.task] = (*self.by_task.get(method.task, ()), method)
@@ -171,7 +240,46 @@ class Planner:
 
     def search(self, root: Pending | None, state: State, prefs: Mapping[str, ChoiceValue],
                chooser: Chooser | None, use_fallback: bool) -> Outcome:
+        """Depth limits tried as a portfolio (see the module docstring): in each cycle every
+        open limit, shallow to deep, gets ``cap`` nodes; a limit whose space is exhausted is
+        closed, and a round the depth never cut makes the deeper limits of its cycle the same
+        search, so they are skipped; the cap grows by :data:`CAP_GROWTH` each cycle until
+        ``max_nodes`` are spent."""
+        domain = self.domain
+        limits = [min(FIRST_DEPTH, domain.max_depth)]
+        while limits[-1] < domain.max_depth:
+            limits.append(min(DEPTH_GROWTH * limits[-1], domain.max_depth))
+        cap, used = FIRST_CAP, 0
+        last: NoPlan | None = None
+        while limits:
+            for limit in list(limits):
+                budget = min(cap, domain.max_nodes - used)
+                if budget <= 0:
+                    assert last is not None
+                    return replace(last, reason="budget", nodes=used, limit=domain.max_nodes)
+                outcome = self.bounded(root, state, prefs, chooser, use_fallback, limit, budget)
+                used += outcome.nodes
+                if isinstance(outcome, Decomposition):
+                    return replace(outcome, nodes=used)
+                last = outcome
+                if outcome.reason == "no-plan":  # exhausted, nothing cut: there is no plan
+                    return replace(outcome, nodes=used)
+                if outcome.reason == "depth":  # exhausted within this limit: close it
+                    limits = [x for x in limits if x > limit]
+                elif not self.cut:  # the budget ran out before the depth mattered
+                    break
+            cap *= CAP_GROWTH
+        assert last is not None
+        return replace(last, nodes=used)
+
+    def bounded(self, root: Pending | None, state: State, prefs: Mapping[str, ChoiceValue],
+                chooser: Chooser | None, use_fallback: bool, limit: int, budget: int) -> Outcome:
+        """Depth-first search with compound tasks nested at most ``limit`` deep, at most
+        ``budget`` nodes, and a node dominated by one seen before not searched again."""
         self.deepest = (-1, "")
+        self.limit = limit
+        self.cut = False
+        seen: dict[tuple[object, tuple[str, ...]], tuple[int, ...]] = {}
         stack: list[Iterator[Node]] = [iter([Node(root, state, (), ())])]
         nodes = 0
         while stack:
@@ -182,10 +290,20 @@ class Planner:
             nodes += 1
             if node.pending is None:
                 genome = tuple(sorted({c.key: c for c in node.choices}.values(), key=lambda c: c.key))
-                return Decomposition(node.steps, genome, node.state, nodes)
-            if nodes >= self.domain.max_nodes:
-                return NoPlan("budget", self.deepest[1] or "nothing tried", nodes)
+                return Decomposition(node.steps, genome, node.state, nodes, unlink(node.applied))
+            if nodes >= budget:
+                return NoPlan("budget", self.deepest[1] or "nothing tried", nodes, self.domain.max_nodes)
+            key, depths = network_key(node)
+            before = seen.get(key)
+            if before is not None and len(before) == len(depths) and \
+                    all(b <= d for b, d in zip(before, depths)):
+                self.blocked(node, "every way on returns to a state and task network already "
+                                   f"searched (a cycle, at {node.pending.path})")
+                continue  # met before with at least as much depth left: nothing new below
+            seen[key] = depths
             stack.append(self.expand(node, prefs, chooser, use_fallback))
+        if self.cut:
+            return NoPlan("depth", self.deepest[1] or "nothing tried", nodes, self.domain.max_depth)
         return NoPlan("no-plan", self.deepest[1] or f"nothing decomposes {self.domain.goal!r}", nodes)
 
     def blocked(self, node: Node, text: str) -> None:
@@ -199,14 +317,16 @@ class Planner:
         task = node.pending
         assert task is not None
         domain = self.domain
-        if task.depth > domain.max_depth:
-            self.blocked(node, f"max_depth {domain.max_depth} reached at {task.path}")
+        if task.depth > self.limit:
+            self.cut = True
+            self.blocked(node, f"depth {self.limit} reached at {task.path}")
             return
         operator = domain.operators.get(task.name)
         if operator is not None:
             if holds(operator.pre, node.state):
                 step = Step(operator.name, task.path, task.trail)
-                yield Node(task.rest, operator.effects.apply(node.state), (*node.steps, step), node.choices)
+                yield Node(task.rest, operator.effects.apply(node.state), (*node.steps, step), node.choices,
+                           node.applied)
             else:
                 failing = first_failing(operator.pre, node.state)
                 self.blocked(node, f"{operator.name} needs {show(failing or operator.pre)} "
@@ -255,7 +375,8 @@ class Planner:
             made = [choice]
             if method.unordered and size > 1:
                 made.append(Choice(order_key, tuple(order), size))
-            yield Node(rest, node.state, node.steps, (*node.choices, *made))
+            yield Node(rest, node.state, node.steps, (*node.choices, *made),
+                       ((task.path, task.name, method.name), node.applied))
 
     def orders(self, key: str, size: int, unordered: bool, prefs: Mapping[str, ChoiceValue],
                chooser: Chooser | None) -> Iterator[tuple[int, ...]]:
@@ -281,10 +402,10 @@ class Planner:
         if question in self.learned.verdicts:
             name = self.learned.verdicts[question]
             return next((m for m in self.methods(task.name) if m.name == name), None)
-        deepest = self.deepest
+        saved = (self.deepest, self.limit, self.cut)  # judging searches too
         reply = self.fallback.decompose(task.name, dict(state), self.domain.operators, self.domain.tasks)
         method, rejected, detail = self.judge(task, state, reply)
-        self.deepest = deepest
+        self.deepest, self.limit, self.cut = saved
         record: dict[str, Any] = {"task": task.name, "path": task.path, "accepted": method is not None,
                                   "subtasks": list(reply.subtasks or ()), **dict(reply.meta)}
         if method is not None:
