@@ -17,9 +17,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
-PENDING = frozenset({"docs/hddl.md", "docs/executor-design.md", "docs/psplib-seeds.md"})
-"""Manuals other branches add: a link to one of them is skipped while it is absent (only then;
-once the file exists its anchors are checked like any other). Empty this set once they are merged."""
 
 FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.M | re.S)
 CODE_SPAN = re.compile(r"`+[^`\n]*`+")
@@ -78,8 +75,6 @@ def test_every_relative_link_resolves(page: Path) -> None:
         file = (page.parent / path_part).resolve() if path_part else page
         name = file.relative_to(ROOT).as_posix() if file.is_relative_to(ROOT) else str(file)
         if not file.exists():
-            if name in PENDING:
-                continue
             dead.append(f"{target}: no file {name}")
         elif anchor and file.suffix == ".md" and anchor not in anchors(file):
             dead.append(f"{target}: no heading #{anchor} in {name}")

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evolve import defaults
 from evolve.execute.dispatch import (
     Clock,
     Dispatcher,
@@ -90,9 +91,9 @@ def start_run(
     facts: Mapping[str, Any] | None = None,
     options: ExecuteOptions | None = None,
     replanner: Replanner | None = None,
-    replanner_name: str = "search",
+    replanner_name: str = defaults.EXECUTE_REPLANNER,
     dispatcher: DispatcherFactory | None = None,
-    dispatcher_name: str = "local",
+    dispatcher_name: str = defaults.EXECUTE_DISPATCHER,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     hook: Hook | None = None,
     tools: Mapping[str, ToolFn] | None = None,
