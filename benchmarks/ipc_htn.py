@@ -41,7 +41,7 @@ from evolve.model.errors import EvolveError
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem, Tool
 from evolve.problems.htn import Decomposition, Planner, htn_problem_from_dict
-from evolve.problems.htn.hddl import GOAL_OPERATOR, VARIANT, ipc_plan
+from evolve.problems.htn.hddl import action_graph, ipc_plan
 from evolve.problems.htn.hddl_syntax import read_files
 from evolve.problems.htn.hddl_verify import check_graph, verify
 from evolve.problems.htn.problem import to_plan
@@ -58,13 +58,6 @@ def problems(folder: Path, n: int) -> list[tuple[Path, Path]]:
         own = f.with_name(f.stem + "-domain.hddl")
         out.append((own if own.exists() else folder / "domain.hddl", f))
     return out
-
-
-def graph_faults(verdict: Any, plan: Plan) -> list[str]:
-    tasks = [t for t in plan.tasks if t.tool != GOAL_OPERATOR and t.id != "goal"]
-    index = {t.id: k for k, t in enumerate(tasks)}
-    deps = {k: [index[d] for d in t.deps if d in index] for k, t in enumerate(tasks)}
-    return check_graph(verdict, [t.tool.split(VARIANT)[0] for t in tasks], deps)
 
 
 def measure(domain_file: Path, problem_file: Path, run: bool, generations: int) -> dict[str, Any]:
@@ -88,7 +81,7 @@ def measure(domain_file: Path, problem_file: Path, run: bool, generations: int) 
     row.update(solved=True, seconds=time.perf_counter() - began, nodes=outcome.nodes,
                length=len(outcome.steps) - 1, makespan=makespan)
     verdict = verify(*read_files(domain_file, problem_file), ipc_plan(problem.htn(), outcome))
-    faults = verdict.faults + graph_faults(verdict, plan)
+    faults = verdict.faults + check_graph(verdict, *action_graph(plan))
     row.update(valid=not faults, why="; ".join(faults)[:90])
     if run:
         row.update(run_command(domain_file, problem_file, generations))

@@ -184,6 +184,11 @@ HDDL_MAX_DEPTH = 1000
 deeply; iterative deepening finds shallow plans first, so a high limit costs nothing when unused."""
 HDDL_MAX_NODES = 500_000
 """``max_nodes`` of a domain grounded from HDDL: its ground search spaces are larger than a file's."""
+HTN_DECODE_FACTOR = 1
+"""The search over method choices gives each decoding after the planner's first plan this many
+times the nodes that plan took (at least :data:`HTN_DECODE_MIN_NODES`, at most max_nodes): a
+genome whose preferences lead the planner astray costs a bounded detour, not the whole budget."""
+HTN_DECODE_MIN_NODES = 2_000
 HTN_VALIDATE_STATES = 256
 """Synthetic world states ``evolve validate-domain`` tries; more combinations are sampled."""
 HTN_FALLBACK_TEMPERATURE = 0.0

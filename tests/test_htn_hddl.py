@@ -14,7 +14,7 @@ from evolve.cli.main import cli
 from evolve.model.errors import InfeasibleProblem, InputError
 from evolve.problems import load_problem
 from evolve.problems.htn import Decomposition, HtnProblem, NoPlan, Planner, htn_problem_from_dict
-from evolve.problems.htn.hddl import GOAL_OPERATOR, VARIANT, atom_key, ipc_plan, read_hddl
+from evolve.problems.htn.hddl import GOAL_OPERATOR, action_graph, atom_key, ipc_plan, read_hddl
 from evolve.problems.htn.hddl_syntax import read_files
 from evolve.problems.htn.hddl_verify import check_graph, verify
 from evolve.problems.htn.problem import to_plan
@@ -69,11 +69,7 @@ def solve(domain_file: Path, problem_file: Path) -> tuple[Decomposition, str]:
     text = ipc_plan(problem.htn(), outcome)
     verdict = verify(*read_files(domain_file, problem_file), text)
     assert verdict.valid, (verdict.faults, text)
-    plan = to_plan(problem.htn(), outcome)
-    tasks = [t for t in plan.tasks if t.tool != GOAL_OPERATOR and t.id != "goal"]
-    index = {t.id: k for k, t in enumerate(tasks)}
-    deps = {k: [index[d] for d in t.deps if d in index] for k, t in enumerate(tasks)}
-    assert check_graph(verdict, [t.tool.split(VARIANT)[0] for t in tasks], deps) == []
+    assert check_graph(verdict, *action_graph(to_plan(problem.htn(), outcome))) == []
     return outcome, text
 
 

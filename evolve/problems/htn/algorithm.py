@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from evolve import defaults
 from evolve.fitness.evaluation import Evaluation
 from evolve.model.errors import InfeasibleProblem, RunFailed
 from evolve.model.patch import diff_plans
@@ -133,23 +134,32 @@ class HtnSearch:
         self.learned = Learned()
         self.reported = 0
         self.planner = Planner(self.domain, fallback, self.learned)
+        self.budget: int | None = None
+        self.first_depth: int | None = None
 
     # -- decoding -------------------------------------------------------------------------------
 
     def decode(self, genome: Genome, rng: np.random.Generator | None, parents: tuple[str, ...],
                operator: str) -> Child:
-        outcome = self.planner.plan(genome, RandomChooser(rng) if rng is not None else None)
+        outcome = self.planner.plan(genome, RandomChooser(rng) if rng is not None else None,
+                                    max_nodes=self.budget, first_depth=self.first_depth)
         meta: dict[str, Any] = {}
         if isinstance(outcome, NoPlan):
             meta["htn"] = {"no_plan": str(outcome), "nodes": outcome.nodes, "exhausted": outcome.exhausted}
             return Child(Plan(), genome, parents, operator, meta)
-        meta["htn"] = {"choices": genome_doc(outcome.genome), "nodes": outcome.nodes}
+        meta["htn"] = {"choices": genome_doc(outcome.genome), "nodes": outcome.nodes,
+                       "depth_limit": outcome.limit}
         return Child(to_plan(self.domain, outcome), outcome.genome, parents, operator, meta)
 
     def initial(self) -> list[Child]:
         """The planner's own first plan (file order), then random decompositions while new ones
         can be found (a small domain may have fewer plans than the population)."""
+        self.budget = self.first_depth = None
         made = [self.decode((), None, (), "htn_first")]
+        first_nodes = made[0].meta["htn"]["nodes"]
+        self.first_depth = made[0].meta["htn"].get("depth_limit")  # the others start where it was found
+        self.budget = min(self.domain.max_nodes, max(defaults.HTN_DECODE_MIN_NODES,
+                                                     defaults.HTN_DECODE_FACTOR * first_nodes))
         seen = {plan_hash(made[0].plan)}
         for attempt in range(2 * self.options.population):
             if len(made) >= self.options.population:
@@ -280,6 +290,7 @@ class HtnSearch:
 
     def state(self) -> dict[str, Any]:
         state = {name: getattr(self, name) for name in self.STATE_FIELDS}
+        state["budget"], state["first_depth"] = self.budget, self.first_depth
         saver = getattr(self.fallback, "checkpoint_state", None)
         state["fallback"] = saver() if callable(saver) else None
         return state
@@ -287,6 +298,7 @@ class HtnSearch:
     def restore(self, state: dict[str, Any]) -> None:
         for name in self.STATE_FIELDS:
             setattr(self, name, state[name])
+        self.budget, self.first_depth = state.get("budget"), state.get("first_depth")
         self.planner = Planner(self.domain, self.fallback, self.learned)
         loader = getattr(self.fallback, "restore_checkpoint", None)
         if callable(loader) and state.get("fallback") is not None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from evolve.model.errors import InfeasibleProblem, InputError
+from evolve.model.plan import Plan
 from evolve.problems.htn.domain import Domain
 from evolve.problems.htn.hddl_syntax import (
     OBJECT,
@@ -43,6 +44,7 @@ from evolve.problems.htn.hddl_syntax import (
     show,
 )
 from evolve.problems.htn.planner import Decomposition
+from evolve.problems.htn.problem import GOAL_TASK
 
 ROOT_TASK = "__root__"
 ROOT_METHOD = "__root__m"
@@ -636,3 +638,13 @@ def ipc_plan(domain: Domain, decomposition: Decomposition) -> str:
         lines.append(" ".join((str(ident(path)), head, *args, "->", split_name(method_name)[0],
                                *map(str, children))))
     return "\n".join(["==>", *actions, "root " + " ".join(map(str, roots)), *lines, "<=="]) + "\n"
+
+
+def action_graph(plan: Plan) -> tuple[list[str], dict[int, list[int]]]:
+    """A task graph made from a grounded plan as :func:`hddl_verify.check_graph` takes it: each
+    action task's ground action (a variant named as its action) and the action tasks it waits
+    for (the goal step and the final goal task are the grounder's and left out)."""
+    tasks = [t for t in plan.tasks if t.tool != GOAL_OPERATOR and t.id != GOAL_TASK]
+    index = {t.id: k for k, t in enumerate(tasks)}
+    deps = {k: [index[d] for d in t.deps if d in index] for k, t in enumerate(tasks)}
+    return [t.tool.split(VARIANT)[0] for t in tasks], deps

@@ -98,6 +98,8 @@ class Decomposition:
     state: Mapping[str, Value]
     nodes: int
     methods: tuple[tuple[str, str, str], ...] = ()
+    limit: int = 0
+    """The depth limit of the round that found it."""
 
 
 @dataclass(frozen=True)
@@ -230,37 +232,41 @@ class Planner:
         return self.by_task.get(task, ())
 
     def plan(self, genome: Sequence[Choice] = (), chooser: Chooser | None = None,
-             state: State | None = None) -> Outcome:
+             state: State | None = None, max_nodes: int | None = None,
+             first_depth: int | None = None) -> Outcome:
         """Decompose the goal from ``state`` (default: the domain's), trying ``genome``'s
-        preferences first; open choice points go to ``chooser`` (default: file order)."""
+        preferences first; open choice points go to ``chooser`` (default: file order), in at
+        most ``max_nodes`` nodes (default: the domain's), depth limits from ``first_depth``
+        (default :data:`FIRST_DEPTH`) on."""
         start = dict(self.domain.state if state is None else state)
         root = Pending(self.domain.goal, self.domain.goal, 0, (), None)
         return self.search(root, start, {c.key: c.value for c in genome}, chooser,
-                           use_fallback=True)
+                           use_fallback=True, max_nodes=max_nodes, first_depth=first_depth)
 
     def search(self, root: Pending | None, state: State, prefs: Mapping[str, ChoiceValue],
-               chooser: Chooser | None, use_fallback: bool) -> Outcome:
+               chooser: Chooser | None, use_fallback: bool, max_nodes: int | None = None,
+               first_depth: int | None = None) -> Outcome:
         """Depth limits tried as a portfolio (see the module docstring): in each cycle every
         open limit, shallow to deep, gets ``cap`` nodes; a limit whose space is exhausted is
         closed, and a round the depth never cut makes the deeper limits of its cycle the same
         search, so they are skipped; the cap grows by :data:`CAP_GROWTH` each cycle until
         ``max_nodes`` are spent."""
         domain = self.domain
-        limits = [min(FIRST_DEPTH, domain.max_depth)]
+        limits = [min(first_depth or FIRST_DEPTH, domain.max_depth)]
         while limits[-1] < domain.max_depth:
             limits.append(min(DEPTH_GROWTH * limits[-1], domain.max_depth))
-        cap, used = FIRST_CAP, 0
+        cap, used, total = FIRST_CAP, 0, max_nodes or domain.max_nodes
         last: NoPlan | None = None
         while limits:
             for limit in list(limits):
-                budget = min(cap, domain.max_nodes - used)
+                budget = min(cap, total - used)
                 if budget <= 0:
                     assert last is not None
-                    return replace(last, reason="budget", nodes=used, limit=domain.max_nodes)
+                    return replace(last, reason="budget", nodes=used, limit=total)
                 outcome = self.bounded(root, state, prefs, chooser, use_fallback, limit, budget)
                 used += outcome.nodes
                 if isinstance(outcome, Decomposition):
-                    return replace(outcome, nodes=used)
+                    return replace(outcome, nodes=used, limit=limit)
                 last = outcome
                 if outcome.reason == "no-plan":  # exhausted, nothing cut: there is no plan
                     return replace(outcome, nodes=used)
