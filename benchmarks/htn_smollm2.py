@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         try:
             SERVING.warm_up(process, url, log)
             with ChatClient(url, SERVING.MODEL_ALIAS, timeout=120) as client:
-                figures = {"format": fmt, "decision": decisions(client, fmt), "arg_fill": arg_fill(client, fmt)}
+                figures = {"format": fmt, "decision": decisions(client, fmt),
+                           "arg_fill": arg_fill(client, fmt)}
         finally:
             process.terminate()
             process.wait(timeout=30)
