@@ -11,7 +11,9 @@ cache:
 - **arg-fill**: a ``report`` operator's prompt (``args: {comment: string}``), once for each of a
   set of repair strategies: accepted = exactly ``{"comment": <string>}``.
 
-It prints, per call kind, the acceptance rate, the accuracy (decisions), the mean latency and the
+``--response-format json_object_schema`` adds the reply's JSON schema to json mode (the enum, the
+argument names and types), which llama.cpp's server turns into a grammar. It prints, per call
+kind, the acceptance rate, the accuracy (decisions), the mean latency and the
 tokens; ``--json`` prints the figures as JSON.
 
     python benchmarks/htn_smollm2.py [--threads 2] [--json]
@@ -64,10 +66,10 @@ REPORT = {"name": "report", "htn": {"state": {"strategy": ""}, "goal": "report",
     "effects": {"set": {"reported": True}}}}}}
 
 
-def decisions(client: ChatClient) -> dict[str, Any]:
+def decisions(client: ChatClient, fmt: str) -> dict[str, Any]:
     problem = load_problem(ROOT / "examples" / "htn" / "pr_doctor.yaml")
     assert isinstance(problem, HtnProblem)
-    decider = Decider(client, cache=None)
+    decider = Decider(client, cache=None, response_format=fmt)
     rows = []
     for known, output in OUTPUTS:
         domain = problem.htn()
@@ -84,10 +86,10 @@ def decisions(client: ChatClient) -> dict[str, Any]:
             "rows": rows}
 
 
-def arg_fill(client: ChatClient) -> dict[str, Any]:
+def arg_fill(client: ChatClient, fmt: str) -> dict[str, Any]:
     domain = domain_from_dict(REPORT, "report")[0]
     operator = domain.operators["report"]
-    filler = ArgFiller(client, cache=None)
+    filler = ArgFiller(client, cache=None, response_format=fmt)
     rows = []
     for strategy in STRATEGIES:
         began = time.perf_counter()
@@ -108,7 +110,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--response-format", choices=("json_object", "json_object_schema"),
+                        default="json_object")
     args = parser.parse_args(argv)
+    fmt = args.response_format
     SERVING.ensure_installed()
     port = SERVING.free_port()
     url = f"http://127.0.0.1:{port}/v1"
@@ -118,7 +123,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         try:
             SERVING.warm_up(process, url, log)
             with ChatClient(url, SERVING.MODEL_ALIAS, timeout=120) as client:
-                figures = {"decision": decisions(client), "arg_fill": arg_fill(client)}
+                figures = {"format": fmt, "decision": decisions(client, fmt),
+                           "arg_fill": arg_fill(client, fmt)}
         finally:
             process.terminate()
             process.wait(timeout=30)
@@ -126,7 +132,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(json.dumps(figures, indent=2))
     else:
         d, a = figures["decision"], figures["arg_fill"]
-        print(f"SmolLM2-135M-Instruct ({SERVING.MODEL_ALIAS}), json mode, temperature 0, no cache")
+        print(f"SmolLM2-135M-Instruct ({SERVING.MODEL_ALIAS}), {fmt}, temperature 0, no cache")
         print(f"hoisted decision  {d['accepted']}/{d['calls']} accepted "
               f"({d['accepted'] / d['calls']:.0%}), {d['right']}/{d['calls']} right, "
               f"refused: {', '.join(d['refused']) or '-'}, "

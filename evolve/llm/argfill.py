@@ -18,7 +18,7 @@ from typing import Any
 from evolve import defaults
 from evolve.llm.cache import ReplyCache, cached_call, default_cache_dir
 from evolve.llm.client import ChatClient, OwnsClient
-from evolve.llm.decide import SYSTEM, Refused, render
+from evolve.llm.decide import SYSTEM, Refused, render, response_format
 from evolve.llm.factory import chat_client
 from evolve.llm.reply import Rejected, extract_json
 from evolve.llm.usage import Usage
@@ -55,10 +55,11 @@ class ArgFiller(OwnsClient):
     """Fills prompted operators' arguments (see the module docstring)."""
 
     def __init__(self, client: ChatClient, *, cache: ReplyCache | None = None,
-                 seed: int = defaults.SEED) -> None:
+                 seed: int = defaults.SEED, response_format: str = "json_object") -> None:
         self.client = client
         self.cache = cache
         self.seed = seed
+        self.format = response_format
         self.usage = Usage()
 
     def fill(self, operator: Operator, state: Mapping[str, Any], attempt: int) -> dict[str, Any]:
@@ -66,8 +67,11 @@ class ArgFiller(OwnsClient):
         names = f" with exactly {', '.join(operator.args)}" if operator.args else ""
         user = f"{render(operator.prompt, state)}\n\nAnswer with one JSON object{names}."
         messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+        properties = {name: {"type": kind} for name, kind in (operator.args or {}).items()}
+        schema = {"type": "object", "properties": properties, "required": list(properties),
+                  "additionalProperties": operator.args is None}
         settings = {"temperature": 0.0, "max_tokens": MAX_TOKENS, "seed": self.seed + attempt,
-                    "response_format": {"type": "json_object"}}
+                    "response_format": response_format(self.format, "arguments", schema)}
         entry, _ = cached_call(self.client, self.cache, self.usage, messages, settings)
         if "error" in entry:
             self.usage.call_failed(str(entry["error"]))

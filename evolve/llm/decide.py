@@ -66,6 +66,16 @@ def judged(decision: Decision, text: str) -> Scalar:
     return value
 
 
+def response_format(kind: str, name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """``json_object`` (json mode), ``json_object_schema`` (json mode with the schema, which
+    llama.cpp servers turn into a grammar) or ``json_schema`` (OpenAI's structured outputs)."""
+    if kind == "json_object_schema":
+        return {"type": "json_object", "schema": schema}
+    if kind == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+    return {"type": "json_object"}
+
+
 class Refused(Exception):
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(f"{reason}: {detail}")
@@ -94,14 +104,10 @@ class Decider(OwnsClient):
 
     def settings(self, decision: Decision) -> dict[str, Any]:
         body: dict[str, Any] = {"temperature": 0.0, "max_tokens": MAX_TOKENS, "seed": self.seed}
-        if self.response_format == "json_object":
-            body["response_format"] = {"type": "json_object"}
-        elif self.response_format == "json_schema":
-            value: dict[str, Any] = {"enum": list(decision.enum)} if decision.enum is not None else {}
-            schema = {"type": "object", "properties": {decision.key: value}, "required": [decision.key],
-                      "additionalProperties": False}
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "decision", "schema": schema}}
+        value: dict[str, Any] = {"enum": list(decision.enum)} if decision.enum is not None else {}
+        schema = {"type": "object", "properties": {decision.key: value}, "required": [decision.key],
+                  "additionalProperties": False}
+        body["response_format"] = response_format(self.response_format, "decision", schema)
         return body
 
     def decide(self, domain: Domain, given: set[str] | frozenset[str] = frozenset()) -> Decided:
