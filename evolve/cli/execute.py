@@ -1,7 +1,8 @@
 """``evolve execute``: run a plan with real tools (or simulated ones), durably, replanning on the way.
 
 Exit status 0 when the goal is met, 1 when the run ends without it (the reason is named),
-2 for bad input (a file, a field or an option, in one line).
+2 for bad input (a file, a field or an option, in one line), 4 when the run waits for a person
+(``evolve pending`` says for what; ``evolve approve``/``reject``/``answer``, then ``--resume``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import click
 
 from evolve import defaults
-from evolve.cli.common import EXIT_NO, EXIT_OK, friendly, runs_root
+from evolve.cli.common import EXIT_NO, EXIT_OK, EXIT_WAITING, friendly, runs_root
 from evolve.cli.options import LlmSettings, llm_options
 from evolve.execute.dispatch import Clock, DaskDispatcher, Dispatcher, WallClock
 from evolve.execute.executor import ExecuteOptions
@@ -220,6 +221,14 @@ def progress(as_json: bool) -> Any:
     help="FULL: every journal commit reaches the disk before the call it records "
     "(survives a lost machine); NORMAL: survives a killed process, commits faster.",
 )
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=defaults.EXECUTE_WAIT,
+    show_default=True,
+    help="Seconds to keep waiting for a person (polling the journal for their decision) before "
+    "stopping with status waiting (exit 4).",
+)
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @click.option("--json", "as_json", is_flag=True, help="Print outcome.json.")
 @friendly
@@ -242,6 +251,7 @@ def execute(
     dispatcher_name: str,
     scheduler_address: str | None,
     journal_sync: str,
+    wait: float,
     no_report: bool,
     as_json: bool,
     llm: LlmSettings,
@@ -270,7 +280,9 @@ def execute(
                 )
             folder = Path(resume_dir)
             read_run(folder)[0].close()
-            executor = resume_run(folder, replanner=proposer_replanner, dispatcher=factory, on_event=show)
+            executor = resume_run(
+                folder, replanner=proposer_replanner, dispatcher=factory, on_event=show, wait=wait
+            )
         else:
             if plan_file is None or problem_file is None:
                 raise click.UsageError("give PLAN_FILE and --problem PROBLEM (or --resume DIR)")
@@ -284,6 +296,7 @@ def execute(
                 seed=seed,
                 timeout=timeout,
                 journal_sync=journal_sync,
+                wait=wait,
             )
             folder = Path(out_dir) if out_dir is not None else new_run_dir(runs_root())
             facts = parse_facts(fact_items)
@@ -318,6 +331,10 @@ def execute(
     else:
         click.echo(summary(outcome))
         click.echo(f"written to {folder}/ ({', '.join(written)})")
+    if outcome["status"] == "waiting":
+        if not as_json:
+            click.echo(f"waiting for a person: see evolve pending {folder}", err=True)
+        sys.exit(EXIT_WAITING)
     sys.exit(EXIT_OK if outcome["status"] == "completed" else EXIT_NO)
 
 

@@ -27,6 +27,7 @@ from evolve.cli.htn import COMMANDS as HTN_COMMANDS
 from evolve.cli.htn import FALLBACK_HELP as HTN_FALLBACK_HELP
 from evolve.cli.htn import FALLBACKS as HTN_FALLBACKS
 from evolve.cli.htn import htn_fallback_for
+from evolve.cli.human import COMMANDS as HUMAN_COMMANDS
 from evolve.cli.options import LlmSettings, llm_options, search_options
 from evolve.cli.report import COMMANDS as REPORT_COMMANDS
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
@@ -318,7 +319,7 @@ def generate_cmd(tools: int, seed: int, name: str | None, no_approval: bool, no_
                err=True)
 
 
-for command in (*REPORT_COMMANDS, bench, *HTN_COMMANDS, *EXECUTE_COMMANDS):
+for command in (*REPORT_COMMANDS, bench, *HTN_COMMANDS, *EXECUTE_COMMANDS, *HUMAN_COMMANDS):
     cli.add_command(command)
 
 

@@ -29,7 +29,7 @@ from evolve.execute.state import RunState
 from evolve.execute.tools import ToolFn
 from evolve.execute.transitions import Change
 from evolve.model.graph import successors, topological_order
-from evolve.model.plan import Task
+from evolve.model.plan import Task, parse_ref
 from evolve.model.problem import Problem
 from evolve.scheduling.base import Capacity, PlanGraph, backward_tails
 
@@ -141,3 +141,18 @@ class RunContext:
         for tid, status in self.state.status.items():
             if status == "pending" and tid in self.index.tasks:
                 self.mark(tid)
+
+
+def bind(ctx: RunContext, task: Task) -> dict[str, Any]:
+    """The task's inputs with every reference replaced by its value (``None``: an output a
+    skipped task never made, or an initial fact given no value)."""
+    bound: dict[str, Any] = {}
+    for key, value in task.inputs.items():
+        ref = parse_ref(value)
+        if ref is None:
+            bound[key] = value
+        elif ref.task is None:
+            bound[key] = ctx.facts.get(ref.fact)
+        else:
+            bound[key] = ctx.state.outputs.get(ref.task, {}).get(ref.fact)
+    return bound

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
 from evolve.execute.journal import Journal
+from evolve.execute.people import decisions, pending, waited
+from evolve.execute.state import RunState
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 from evolve.model.validate import produced_by
@@ -23,13 +25,15 @@ Reason = Literal[
     "replan_budget",
     "no_plan",
     "loop_detected",
+    "waiting",
 ]
 REASONS: Final[tuple[Reason, ...]] = get_args(Reason)
 """Why a run ended. ``goal_met`` is the one success; ``task_failed``: a task failed for good under
 ``fail_plan`` (or ``retry`` with its retries spent); ``goal_unreachable``: nothing is left to run
 and a criterion was not made (e.g. its producer was skipped); ``step_budget`` / ``replan_budget``:
 ``--max-steps`` / ``--max-replans`` spent; ``no_plan``: the replanner found no valid, complete
-plan; ``loop_detected``: the replanner proposed a plan it had proposed before."""
+plan; ``loop_detected``: the replanner proposed a plan it had proposed before; ``waiting``:
+nothing can go on until a person decides (the run's ``status`` is ``waiting``, not over)."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,8 @@ def build_outcome(
     plan: dict[str, Any],
     elapsed: float,
     replans_tried: int,
+    state: RunState | None = None,
+    now_wall: float = 0.0,
 ) -> dict[str, Any]:
     """``outcome.json``'s content (see the README's *Running a plan*)."""
     meta = journal.meta()
@@ -123,6 +129,8 @@ def build_outcome(
         by_risk[call.risk] = by_risk.get(call.risk, 0) + 1
     diffs = [PlanDiff.of(r.revision, r.patch or {}, r.reason or "").to_dict() for r in revisions[1:]]
     options = meta.get("options", {})
+    people = state or RunState()
+    made = decisions(people)
     return {
         "status": status,
         "reason": reason,
@@ -159,4 +167,8 @@ def build_outcome(
         "clock": "virtual" if meta.get("simulate") else "wall",
         "elapsed": round(elapsed, 6),
         "problem": problem.name,
+        "pending": pending(people),
+        "decisions": made,
+        "rejected_actions": [d for d in made if d["verdict"] == "rejected"],
+        "waiting_s": waited(people, now_wall),
     }

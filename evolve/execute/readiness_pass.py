@@ -1,6 +1,7 @@
 """The readiness pass: each pending task whose upstream changed, looked up in the readiness
 table (:mod:`evolve.execute.readiness`) and sent on: queued to start, skipped, failed without a
-call, or (a false ``assumes``) a replan asked for. Its decisions are committed as they are made.
+call, (a false ``assumes``) a replan asked for, or (a task a person owns) put waiting for them.
+Its decisions are committed as they are made.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import heapq
 from collections.abc import Callable
 from typing import Any
 
+from evolve.execute.approvals import ask, needs_person
 from evolve.execute.context import RunContext
 from evolve.execute.outcome import Stop
 from evolve.execute.readiness import Policy, When, aggregate, decide
@@ -47,7 +49,10 @@ def readiness_pass(ctx: RunContext) -> None:
         when, when_error = when_value(ctx, task) if upstream == "done" else ("absent", "")
         decision = decide(upstream, when, policy)
         if decision == "ready":
-            if assumptions_hold(ctx, task, at_dispatch=True):
+            if needs_person(ctx, task):
+                if assumptions_hold(ctx, task, at_dispatch=True):
+                    ask(ctx, task)
+            elif assumptions_hold(ctx, task, at_dispatch=True):
                 ctx.queue.push(tid, ctx.index.tail.get(tid, 0.0), ctx.index.topo.get(tid, 0))
         elif decision == "skip":
             cascade = upstream == "failed"

@@ -9,6 +9,7 @@ so ``--resume DIR`` needs nothing else.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +48,16 @@ def tool_table(
     if simulate:
         return simulated_tools(problem, fail_rates, seed)
     table = load_tools(spec, problem.tools)
-    missing = sorted({t.tool for t in plan.tasks if t.tool not in table})
+    missing = sorted({t.tool for t in plan.tasks if t.tool not in table} - people_own(problem))
     if missing:
         where = f"--tools {spec}" if spec else "no --tools given"
         raise ToolError(f"{where}: no callable for {', '.join(missing)} (and no evolve.tools entry point)")
     return table
+
+
+def people_own(problem: Problem) -> set[str]:
+    """The tools a person owns (``by: human``): they need no callable, a person answers."""
+    return {name for name, tool in problem.tools.items() if tool.by == "human"}
 
 
 def clock_for(simulate: bool, offset: float) -> Clock:
@@ -105,7 +111,7 @@ def start_run(
     if tools is None:
         tools = tool_table(problem, plan, tools_spec, simulate, rates, options.seed)
     else:
-        missing = sorted({t.tool for t in plan.tasks if t.tool not in tools})
+        missing = sorted({t.tool for t in plan.tasks if t.tool not in tools} - people_own(problem))
         if missing:
             raise ToolError(f"no callable for {', '.join(missing)}")
     make_folder(out_dir)
@@ -167,11 +173,15 @@ def resume_run(
     on_event: Callable[[dict[str, Any]], None] | None = None,
     hook: Hook | None = None,
     tools: Mapping[str, ToolFn] | None = None,
+    wait: float | None = None,
 ) -> Executor:
-    """The run in ``run_dir``, continued where it stopped (``tools``: as for :func:`start_run`)."""
+    """The run in ``run_dir``, continued where it stopped (``tools``: as for :func:`start_run`;
+    ``wait``: the seconds this session waits for a person, instead of the run's)."""
     journal, meta, problem = read_run(run_dir)
     try:
         options = ExecuteOptions(**meta["options"])
+        if wait is not None:
+            options = replace(options, wait=wait)
     except (TypeError, ValueError) as exc:
         raise JournalError(f"{run_dir / JOURNAL}: options not understood ({exc})") from None
     journal.db.execute(f"PRAGMA synchronous={options.journal_sync}")
@@ -182,7 +192,7 @@ def resume_run(
         tools = simulated_tools(problem, meta.get("fail") or {}, options.seed)
     elif tools is None:
         tools = load_tools(meta.get("tools"), problem.tools)
-        missing = sorted(t for t in plan_tools if t not in tools)
+        missing = sorted(t for t in plan_tools - people_own(problem) if t not in tools)
         if missing:
             raise ToolError(f"--tools {meta.get('tools')}: no callable for {', '.join(missing)}")
     events = journal.events()

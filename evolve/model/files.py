@@ -35,7 +35,7 @@ from evolve.model.limits import (
     tree_problem,
 )
 from evolve.model.plan import Plan, Task
-from evolve.model.problem import RISKS, Limits, Policy, Problem, Risk, Tool
+from evolve.model.problem import BY, RISKS, By, Limits, Policy, Problem, Risk, Tool
 from evolve.model.validate import validate
 
 T = TypeVar("T")
@@ -45,7 +45,7 @@ PROBLEM_KEYS = (
     "resources", "policy", "tools", "template",
 )
 TOOL_KEYS = (
-    "scope", "duration", "inputs", "outputs", "risk", "cost", "uses", "llm_calls", "description",
+    "scope", "duration", "inputs", "outputs", "risk", "cost", "uses", "llm_calls", "description", "by",
 )
 TASK_KEYS = (
     "id", "tool", "deps", "inputs", "outputs", "when", "idempotency_key", "name",
@@ -379,6 +379,12 @@ def read_tool(r: Reader, name: str, spec: object) -> Tool:
                 return known
         raise r.fail(p, f"expected one of {', '.join(RISKS)}, got {describe(value)}")
 
+    def by(value: object, p: str) -> By:
+        for known in BY:
+            if value == known:
+                return known
+        raise r.fail(p, f"expected one of {', '.join(BY)}, got {describe(value)}")
+
     uses_doc: dict[str, Any] = r.optional(doc, "uses", path, lambda v, p: r.mapping(v, p, None), {})
     return Tool(
         name=name,
@@ -391,6 +397,7 @@ def read_tool(r: Reader, name: str, spec: object) -> Tool:
         uses={k: r.number(v, f"{path}.uses.{k}") for k, v in uses_doc.items()},
         llm_calls=r.optional(doc, "llm_calls", path, lambda v, p: r.integer(v, p, 0), 0),
         description=r.optional(doc, "description", path, r.text, ""),
+        by=r.optional(doc, "by", path, by, "tool"),
     )
 
 
@@ -445,7 +452,7 @@ def problem_to_dict(problem: Problem) -> dict[str, Any]:
             "scope": tool.scope, "inputs": list(tool.inputs), "outputs": list(tool.outputs),
             "risk": tool.risk if tool.risk != "read" else None, "cost": tool.cost or None,
             "uses": dict(tool.uses), "llm_calls": tool.llm_calls or None,
-            "description": tool.description or None,
+            "description": tool.description or None, "by": tool.by if tool.by != "tool" else None,
         }
         spec.update({k: v for k, v in optional.items() if v})
         tools[tool.name] = spec

@@ -13,6 +13,9 @@ from typing import Any, Literal, TypeVar
 
 Risk = Literal["read", "write", "approval"]
 RISKS: tuple[Risk, ...] = ("read", "write", "approval")
+By = Literal["tool", "human"]
+BY: tuple[By, ...] = ("tool", "human")
+"""Who does a tool's work: its callable, or a person (the run waits for their decision or answer)."""
 
 T = TypeVar("T")
 
@@ -34,6 +37,7 @@ class Tool:
     uses: Mapping[str, float] = field(default_factory=dict)
     llm_calls: int = 0
     description: str = ""
+    by: By = "tool"
 
     def __hash__(self) -> int:
         return hash((self.name, self.duration, self.inputs, self.outputs, self.scope, self.risk))

@@ -1,0 +1,458 @@
+"""People in the loop: a run that waits for a person (exit 4), ``evolve pending``, ``approve``,
+``reject``, ``answer``, and ``--resume`` going on from the decision.
+
+The refund example runs with the manager's approval owned by a person (``approvals.manager`` is
+``by: human`` in examples/refund.yaml) and the tools of the plain case (no refund yet). Its
+writes go through the example's ledger kept in a file (``EVOLVE_REFUND_LEDGER``), the provider's
+record of refunds, which is what the tests count. A crash between the approval and the write is
+a real SIGKILL of another process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from evolve.cli.main import cli
+from evolve.execute import ToolFailure, resume_run, start_run
+from evolve.execute.replan import Proposal, Situation
+from evolve.model.files import plan_from_dict, problem_from_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+TOOLS = f"{EXAMPLES / 'refund_tools.py'}:NO_PRIOR_REFUND"
+
+
+def evolve(*args: str | Path) -> Result:
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def outcome_of(folder: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((folder / "outcome.json").read_text())
+    return data
+
+
+def refunds(ledger: Path) -> list[dict[str, Any]]:
+    """The refunds the provider made (once per idempotency key)."""
+    if not ledger.exists():
+        return []
+    entries = json.loads(ledger.read_text())
+    return [e["outputs"] for e in entries.values() if e["tool"] == "payments.issue_refund"]
+
+
+def dump(folder: Path) -> list[str]:
+    """Every row of the journal, to show that nothing changed."""
+    db = sqlite3.connect(folder / "journal.sqlite")
+    try:
+        return list(db.iterdump())
+    finally:
+        db.close()
+
+
+@pytest.fixture
+def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "ledger.json"
+    monkeypatch.setenv("EVOLVE_REFUND_LEDGER", str(path))
+    return path
+
+
+@pytest.fixture
+def waiting_run(tmp_path: Path, ledger: Path) -> Path:
+    """The refund run, stopped before the refund: it waits for the manager."""
+    folder = tmp_path / "run"
+    result = evolve(
+        "execute", EXAMPLES / "refund_human_plan.yaml", "--problem", EXAMPLES / "refund.yaml",
+        "--tools", TOOLS, "--out", folder, "--no-report",
+    )
+    assert result.exit_code == 4, result.output
+    return folder
+
+
+def test_the_run_stops_waiting_before_the_refund(waiting_run: Path, ledger: Path) -> None:
+    outcome = outcome_of(waiting_run)
+    assert (outcome["status"], outcome["reason"]) == ("waiting", "waiting")
+    assert outcome["calls_by_risk"]["write"] == 0 and refunds(ledger) == []
+    assert outcome["tasks"]["t6"]["status"] == "waiting"
+    assert outcome["tasks"]["t7"]["status"] == "pending"
+    [item] = outcome["pending"]
+    assert (item["task"], item["tool"], item["kind"]) == ("t6", "approvals.manager", "approval")
+    [write] = item["action"]["writes"]
+    assert (write["task"], write["tool"]) == ("t7", "payments.issue_refund")
+    assert write["inputs"]["decision"]["refund_inr"] == 1499
+
+
+def test_pending_names_the_refund_with_its_amount(waiting_run: Path) -> None:
+    shown = evolve("pending", waiting_run)
+    assert shown.exit_code == 0, shown.output
+    assert "t6" in shown.output and "approvals.manager" in shown.output
+    [line] = [row for row in shown.output.splitlines() if "approves" in row]
+    assert "t7 payments.issue_refund" in line and '"refund_inr": 1499' in line
+    as_json = json.loads(evolve("pending", waiting_run, "--json").output)
+    assert as_json[0]["action_hash"][:12] in shown.output
+    assert as_json[0]["since"].endswith("+00:00")
+
+
+def test_approve_then_resume_issues_exactly_one_refund(waiting_run: Path, ledger: Path) -> None:
+    approved = evolve("approve", waiting_run, "t6", "--as", "asha", "--note", "duplicate capture")
+    assert approved.exit_code == 0, approved.output
+    assert evolve("pending", waiting_run).output.strip() == "nothing pending"
+    resumed = evolve("execute", "--resume", waiting_run, "--no-report", "--json")
+    assert resumed.exit_code == 0, resumed.output
+    outcome = outcome_of(waiting_run)
+    assert (outcome["status"], outcome["reason"]) == ("completed", "goal_met")
+    [refund] = refunds(ledger)
+    assert refund["receipt"]["amount_inr"] == 1499
+    assert outcome["calls_by_risk"]["write"] == 1
+    [made] = outcome["decisions"]
+    assert (made["task"], made["verdict"], made["by"]) == ("t6", "approved", "asha")
+    assert made["note"] == "duplicate capture"
+    assert made["writes"][0]["tool"] == "payments.issue_refund"
+    assert outcome["waiting_s"] >= 0 and outcome["rejected_actions"] == []
+    events = [json.loads(line) for line in (waiting_run / "events.jsonl").read_text().splitlines()]
+    names = [e["event"] for e in events]
+    assert names.index("person.ask") < names.index("person.approved") < names.index("session.resume")
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+
+
+def test_reject_then_resume_issues_no_refund_and_replies(waiting_run: Path, ledger: Path) -> None:
+    rejected = evolve("reject", waiting_run, "t6", "--as", "ravi", "--note", "the customer asked for credit")
+    assert rejected.exit_code == 0, rejected.output
+    resumed = evolve("execute", "--resume", waiting_run, "--no-report", "--json")
+    assert resumed.exit_code == 0, resumed.output
+    outcome = outcome_of(waiting_run)
+    assert (outcome["status"], outcome["reason"]) == ("completed", "goal_met")
+    assert refunds(ledger) == [] and outcome["calls_by_risk"]["write"] == 0
+    assert outcome["tasks"]["t6"]["status"] == "failed"
+    assert "rejected by ravi: the customer asked for credit" in outcome["tasks"]["t6"]["error"]
+    [rejection] = outcome["rejected_actions"]
+    assert rejection["by"] == "ravi" and rejection["writes"][0]["tool"] == "payments.issue_refund"
+    # the replan tried the same refund through the automatic approval: refused, never run
+    refused = [t for t in outcome["tasks"].values() if t["tool"] == "approvals.auto"]
+    assert refused and all(t["status"] == "invalidated" for t in refused)
+    assert any("refused" in d["reason"] for d in outcome["revisions"])
+    reply_by = outcome["criteria"]["reply"]
+    assert outcome["tasks"][reply_by]["status"] == "done"
+
+
+RESUMER = """
+import os, signal, sys
+from pathlib import Path
+from evolve.execute import resume_run
+
+point, target, out = sys.argv[1:4]
+def hook(p, t):
+    if p == point and t == target:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+resume_run(Path(out), hook=hook).run()
+"""
+
+
+@pytest.mark.parametrize(("point", "reconciled"), [("dispatched", 0), ("before_commit", 1)])
+def test_a_crash_between_approve_and_the_write_still_refunds_once(
+    waiting_run: Path, ledger: Path, tmp_path: Path, point: str, reconciled: int
+) -> None:
+    assert evolve("approve", waiting_run, "t6", "--as", "asha").exit_code == 0
+    (tmp_path / "resumer.py").write_text(textwrap.dedent(RESUMER))
+    killed = subprocess.run(
+        [sys.executable, str(tmp_path / "resumer.py"), point, "t7", str(waiting_run)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    resumed = evolve("execute", "--resume", waiting_run, "--no-report", "--json")
+    assert resumed.exit_code == 0, resumed.output
+    outcome = outcome_of(waiting_run)
+    assert (outcome["status"], outcome["reason"]) == ("completed", "goal_met")
+    assert len(refunds(ledger)) == 1
+    assert outcome["reconciled"] == reconciled
+
+
+# -- hostile input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("approve", "{run}", "t99"), "no task 't99'"),
+        (("approve", "{run}", "t7"), "t7 is not waiting for a person"),
+        (("reject", "{run}", "t1", "--note", "no"), "t1 is not waiting for a person"),
+        (("approve", "{run}", "t6", "--action", "0123456789abcdef"), "is not the action pending"),
+        (("approve", "{run}", "t6", "--action", "e3"), "is not the action pending"),
+        (("answer", "{run}", "t6", "--output", '{"approval": 1}'), "waits for an approval"),
+        (("approve", "{run}/nowhere", "t6"), "no journal.sqlite"),
+    ],
+)
+def test_a_bad_decision_is_one_line_exit_2_and_changes_nothing(
+    waiting_run: Path, args: tuple[str, ...], said: str
+) -> None:
+    before = dump(waiting_run)
+    result = evolve(*(a.replace("{run}", str(waiting_run)) for a in args))
+    assert result.exit_code == 2, result.output
+    assert said in result.output and len(result.output.strip().splitlines()) == 1, result.output
+    assert dump(waiting_run) == before
+
+
+def test_a_run_folder_from_another_version_is_refused(waiting_run: Path) -> None:
+    db = sqlite3.connect(waiting_run / "journal.sqlite")
+    db.execute("PRAGMA user_version = 2")
+    db.close()
+    before = dump(waiting_run)
+    for args in (("pending", waiting_run), ("approve", waiting_run, "t6"),
+                 ("execute", "--resume", waiting_run)):
+        result = evolve(*args)
+        assert result.exit_code == 2, result.output
+        assert "journal schema version 2" in result.output
+        assert len(result.output.strip().splitlines()) == 1, result.output
+    assert dump(waiting_run) == before
+
+
+def test_approving_twice_is_refused(waiting_run: Path) -> None:
+    assert evolve("approve", waiting_run, "t6").exit_code == 0
+    before = dump(waiting_run)
+    again = evolve("reject", waiting_run, "t6", "--note", "changed my mind")
+    assert again.exit_code == 2 and "approved by" in again.output
+    assert dump(waiting_run) == before
+
+
+# -- a task a person owns: evolve answer --------------------------------------------------------
+
+ASK = """
+name: address
+initial: [order]
+criteria: [label]
+tools:
+  ask_customer: {duration: 1, inputs: [order], outputs: [address, phone], by: human}
+  print_label: {duration: 1, inputs: [address], outputs: [label]}
+"""
+
+ASK_TOOLS = """
+def print_label(inputs, call):
+    return {"label": "TO: " + inputs["address"]}
+
+TOOLS = {"print_label": print_label}
+"""
+
+ASK_PLAN = {
+    "tasks": [
+        {"id": "q", "tool": "ask_customer", "inputs": {"order": "$order"}},
+        {"id": "p", "tool": "print_label", "deps": ["q"], "inputs": {"address": "$q.address"}},
+    ]
+}
+
+
+@pytest.fixture
+def asking_run(tmp_path: Path) -> Path:
+    (tmp_path / "address.yaml").write_text(ASK)
+    (tmp_path / "address_tools.py").write_text(ASK_TOOLS)
+    (tmp_path / "plan.json").write_text(json.dumps(ASK_PLAN))
+    folder = tmp_path / "run"
+    result = evolve(
+        "execute", tmp_path / "plan.json", "--problem", tmp_path / "address.yaml",
+        "--tools", f"{tmp_path / 'address_tools.py'}:TOOLS", "--out", folder, "--no-report",
+    )
+    assert result.exit_code == 4, result.output
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("output", "said"),
+    [
+        ("{not json", "--output: not JSON"),
+        ('["a list"]', "expected a JSON object"),
+        ('{"address": "12 MG Road"}', "missing phone"),
+        ('{"address": "x", "phone": "1", "label": "forged"}', "not an output of ask_customer: label"),
+        ("missing.json", "cannot be read"),
+    ],
+)
+def test_a_malformed_answer_is_one_line_exit_2(asking_run: Path, output: str, said: str) -> None:
+    before = dump(asking_run)
+    result = evolve("answer", asking_run, "q", "--output", output)
+    assert result.exit_code == 2, result.output
+    assert said in result.output and len(result.output.strip().splitlines()) == 1, result.output
+    assert dump(asking_run) == before
+    assert evolve("approve", asking_run, "q").exit_code == 2  # an answer is not an approval
+
+
+def test_an_answer_gives_the_task_its_outputs(asking_run: Path, tmp_path: Path) -> None:
+    [item] = json.loads(evolve("pending", asking_run, "--json").output)
+    assert (item["task"], item["kind"], item["action"]) == ("q", "answer", None)
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps({"address": "12 MG Road", "phone": "+91 80 1234"}))
+    assert evolve("answer", asking_run, "q", "--output", answer, "--as", "desk").exit_code == 0
+    resumed = evolve("execute", "--resume", asking_run, "--no-report")
+    assert resumed.exit_code == 0, resumed.output
+    db = sqlite3.connect(asking_run / "journal.sqlite")
+    [(label,)] = db.execute("SELECT outputs FROM tasks WHERE task_id = 'p'").fetchall()
+    db.close()
+    assert json.loads(label) == {"label": "TO: 12 MG Road"}
+
+
+def test_wait_polls_the_journal_for_the_answer(asking_run: Path) -> None:
+    """``--wait``: a session that keeps waiting goes on as soon as the answer is committed by
+    another process."""
+    answerer = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import time, sys
+            from click.testing import CliRunner
+            from evolve.cli.main import cli
+            time.sleep(1.5)
+            r = CliRunner().invoke(cli, ["answer", {str(asking_run)!r}, "q", "--output",
+                                         '{{"address": "1 Park St", "phone": "2"}}'])
+            sys.exit(r.exit_code)
+        """)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
+    )
+    started = time.monotonic()
+    resumed = evolve("execute", "--resume", asking_run, "--wait", "60", "--no-report")
+    assert answerer.wait(timeout=60) == 0
+    assert resumed.exit_code == 0, resumed.output
+    assert time.monotonic() - started < 55
+    assert outcome_of(asking_run)["tasks"]["p"]["status"] == "done"
+
+
+# -- an approval of another action never lets a write run ----------------------------------------
+
+
+def pay_problem(approval_required: bool = True) -> dict[str, Any]:
+    return {
+        "name": "pay",
+        "initial": ["x"],
+        "criteria": ["receipt"],
+        "policy": {"write_requires_approval": approval_required},
+        "tools": {
+            "quote": {"duration": 1, "inputs": ["x"], "outputs": ["amount"]},
+            "requote": {"duration": 1, "inputs": ["x"], "outputs": ["amount"]},
+            "approve": {"duration": 1, "inputs": ["amount"], "outputs": ["approval"], "risk": "approval",
+                        "by": "human"},
+            "check": {"duration": 1, "inputs": ["amount"], "outputs": ["ok"]},
+            "pay": {"duration": 1, "inputs": ["amount"], "outputs": ["receipt"], "risk": "write"},
+        },
+    }
+
+
+def pay_plan(approval_fails: str = "fail_plan") -> dict[str, Any]:
+    return {
+        "tasks": [
+            {"id": "t1", "tool": "quote", "inputs": {"x": "$x"}},
+            {"id": "t2", "tool": "approve", "deps": ["t1"], "inputs": {"amount": "$t1.amount"},
+             "on_failure": approval_fails},
+            {"id": "t3", "tool": "check", "deps": ["t1", "t2"], "inputs": {"amount": "$t1.amount"},
+             "on_failure": "replan"},
+            {"id": "t4", "tool": "pay", "deps": ["t1", "t2", "t3"], "inputs": {"amount": "$t1.amount"},
+             "idempotency_key": "pay:1"},
+        ]
+    }
+
+
+class Fixed:
+    """A replanner that proposes one plan, always (its tasks may depend on the live plan's)."""
+
+    name = "fixed"
+
+    def __init__(self, plan: dict[str, Any]) -> None:
+        self.plan = plan_from_dict(plan)
+
+    def propose(self, situation: Situation, revision: int, seed: int, folder: Path) -> Proposal | None:
+        return Proposal(plan=self.plan, source=self.name)
+
+
+REQUOTED = {
+    "tasks": [
+        {"id": "r1", "tool": "requote", "inputs": {"x": "$x"}},
+        {"id": "r2", "tool": "pay", "deps": ["r1", "t2"], "inputs": {"amount": "$r1.amount"},
+         "idempotency_key": "pay:2"},
+    ]
+}
+
+
+def pay_tools(paid: list[dict[str, Any]], requoted: int = 250) -> dict[str, Any]:
+    def check(inputs: Mapping[str, Any], call: Any) -> dict[str, Any]:
+        raise ToolFailure("the quote expired", retryable=False)
+
+    def pay(inputs: Mapping[str, Any], call: Any) -> dict[str, Any]:
+        paid.append(dict(inputs))
+        return {"receipt": {"amount": inputs["amount"]}}
+
+    return {
+        "quote": lambda inputs, call: {"amount": 100},
+        "requote": lambda inputs, call: {"amount": requoted},
+        "check": check,
+        "pay": pay,
+    }
+
+
+def test_a_replan_that_changes_the_amount_asks_again(tmp_path: Path) -> None:
+    paid: list[dict[str, Any]] = []
+    tools = pay_tools(paid)
+    folder = tmp_path / "run"
+    first = start_run(problem_from_dict(pay_problem()), plan_from_dict(pay_plan()), folder,
+                      plan_source="plan", tools_spec=None, tools=tools).run()
+    assert first["status"] == "waiting"
+    [asked] = first["pending"]
+    old_hash = asked["action_hash"]
+    assert asked["action"]["writes"][0]["inputs"] == {"amount": 100}
+    assert evolve("approve", folder, "t2", "--action", old_hash[:12]).exit_code == 0
+
+    second = resume_run(folder, tools=tools, replanner=Fixed(REQUOTED)).run()
+    assert second["status"] == "waiting", second["message"]  # the check failed, the replan requoted
+    assert paid == []  # never on the approval of 100
+    [again] = second["pending"]
+    assert again["task"] == "t2" and again["action_hash"] != old_hash
+    [write] = again["action"]["writes"]
+    assert write["tool"] == "pay" and write["inputs"] == {"amount": 250}
+
+    before = dump(folder)
+    stale = evolve("approve", folder, "t2", "--action", old_hash)
+    assert stale.exit_code == 2 and "is not the action pending" in stale.output
+    assert dump(folder) == before
+    assert evolve("approve", folder, "t2", "--action", again["action_hash"]).exit_code == 0
+
+    third = resume_run(folder, tools=tools, replanner=Fixed(REQUOTED)).run()
+    assert (third["status"], third["reason"]) == ("completed", "goal_met"), third["message"]
+    assert paid == [{"amount": 250}]
+    assert [d["action_hash"] for d in third["decisions"]] == [old_hash, again["action_hash"]]
+
+
+def test_a_rejection_under_fail_plan_ends_the_run_without_the_write(tmp_path: Path) -> None:
+    paid: list[dict[str, Any]] = []
+    tools = pay_tools(paid)
+    folder = tmp_path / "run"
+    start_run(problem_from_dict(pay_problem()), plan_from_dict(pay_plan()), folder,
+              plan_source="plan", tools_spec=None, tools=tools).run()
+    assert evolve("reject", folder, "t2", "--note", "too much").exit_code == 0
+    outcome = resume_run(folder, tools=tools).run()
+    assert (outcome["status"], outcome["reason"]) == ("failed", "task_failed")
+    assert "rejected by" in outcome["message"] and paid == []
+
+
+def test_a_rejected_write_is_refused_at_dispatch_even_without_an_approval(tmp_path: Path) -> None:
+    """Where the policy lets a write run without an approval, the write a person rejected is
+    still refused when a replan proposes it again (another task, another source of the same
+    amount: the same action): named, and never called."""
+    paid: list[dict[str, Any]] = []
+    tools = pay_tools(paid, requoted=100)
+    folder = tmp_path / "run"
+    start_run(problem_from_dict(pay_problem(approval_required=False)), plan_from_dict(pay_plan("replan")),
+              folder, plan_source="plan", tools_spec=None, tools=tools).run()
+    assert evolve("reject", folder, "t2", "--as", "ravi", "--note", "too much").exit_code == 0
+    again = {"tasks": [{"id": "r1", "tool": "requote", "inputs": {"x": "$x"}},
+                       {"id": "r2", "tool": "pay", "deps": ["r1"], "inputs": {"amount": "$r1.amount"},
+                        "idempotency_key": "pay:2"}]}
+    outcome = resume_run(folder, tools=tools, replanner=Fixed(again)).run()
+    assert paid == []
+    assert outcome["status"] == "failed"
+    events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    [refused] = [e for e in events if e["event"] == "step.error" and e["kind"] == "refused"]
+    assert refused["tool"] == "pay" and "ravi rejected" in refused["error"]
