@@ -26,8 +26,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from evolve.cli.main import cli
-from evolve.execute import ToolFailure, resume_run, start_run
+from evolve.execute import Executor, ToolFailure, resume_run, start_run
 from evolve.execute.replan import Proposal, Situation
+from evolve.execute.state import RunState
 from evolve.model.files import plan_from_dict, problem_from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -393,19 +394,30 @@ def pay_tools(paid: list[dict[str, Any]], requoted: int = 250) -> dict[str, Any]
     }
 
 
+def folds(session: Executor) -> None:
+    """The session's state in memory is the journal's fold (asks and decisions included)."""
+    fold = RunState.restore(session.journal)
+    for name in ("status", "outputs", "asked", "latest", "decided", "rejected", "excluded", "revision"):
+        assert getattr(fold, name) == getattr(session.state, name), name
+
+
 def test_a_replan_that_changes_the_amount_asks_again(tmp_path: Path) -> None:
     paid: list[dict[str, Any]] = []
     tools = pay_tools(paid)
     folder = tmp_path / "run"
-    first = start_run(problem_from_dict(pay_problem()), plan_from_dict(pay_plan()), folder,
-                      plan_source="plan", tools_spec=None, tools=tools).run()
+    session = start_run(problem_from_dict(pay_problem()), plan_from_dict(pay_plan()), folder,
+                        plan_source="plan", tools_spec=None, tools=tools)
+    first = session.run()
+    folds(session)
     assert first["status"] == "waiting"
     [asked] = first["pending"]
     old_hash = asked["action_hash"]
     assert asked["action"]["writes"][0]["inputs"] == {"amount": 100}
     assert evolve("approve", folder, "t2", "--action", old_hash[:12]).exit_code == 0
 
-    second = resume_run(folder, tools=tools, replanner=Fixed(REQUOTED)).run()
+    session = resume_run(folder, tools=tools, replanner=Fixed(REQUOTED))
+    second = session.run()
+    folds(session)
     assert second["status"] == "waiting", second["message"]  # the check failed, the replan requoted
     assert paid == []  # never on the approval of 100
     [again] = second["pending"]
@@ -419,7 +431,9 @@ def test_a_replan_that_changes_the_amount_asks_again(tmp_path: Path) -> None:
     assert dump(folder) == before
     assert evolve("approve", folder, "t2", "--action", again["action_hash"]).exit_code == 0
 
-    third = resume_run(folder, tools=tools, replanner=Fixed(REQUOTED)).run()
+    session = resume_run(folder, tools=tools, replanner=Fixed(REQUOTED))
+    third = session.run()
+    folds(session)
     assert (third["status"], third["reason"]) == ("completed", "goal_met"), third["message"]
     assert paid == [{"amount": 250}]
     assert [d["action_hash"] for d in third["decisions"]] == [old_hash, again["action_hash"]]
