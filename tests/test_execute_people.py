@@ -470,3 +470,75 @@ def test_a_rejected_write_is_refused_at_dispatch_even_without_an_approval(tmp_pa
     events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
     [refused] = [e for e in events if e["event"] == "step.error" and e["kind"] == "refused"]
     assert refused["tool"] == "pay" and "ravi rejected" in refused["error"]
+
+
+# -- thresholds: policy.approval_required ------------------------------------------------------
+
+
+def threshold_problem() -> dict[str, Any]:
+    doc = pay_problem(approval_required=False)
+    doc["tools"]["auto"] = {"duration": 1, "inputs": ["amount"], "outputs": ["approval"], "risk": "approval"}
+    doc["policy"]["approval_required"] = {"pay": "$amount > 150"}
+    return doc
+
+
+def threshold_plan(approval_when: str | None) -> dict[str, Any]:
+    approve: dict[str, Any] = {"id": "t2", "tool": "auto", "deps": ["t1"], "inputs": {"amount": "$t1.amount"}}
+    if approval_when is not None:
+        approve["when"] = approval_when
+    return {
+        "tasks": [
+            {"id": "t1", "tool": "quote", "inputs": {"x": "$x"}},
+            approve,
+            {"id": "t4", "tool": "pay", "deps": ["t1", "t2"], "inputs": {"amount": "$t1.amount"},
+             "idempotency_key": "pay:1"},
+        ]
+    }
+
+
+def test_the_validator_asks_for_an_approval_where_the_threshold_can_hold() -> None:
+    from evolve.model.validate import validate
+
+    problem = problem_from_dict(threshold_problem())
+    unapproved = {"tasks": [
+        {"id": "t1", "tool": "quote", "inputs": {"x": "$x"}},
+        {"id": "t4", "tool": "pay", "deps": ["t1"], "inputs": {"amount": "$t1.amount"},
+         "idempotency_key": "k"},
+    ]}
+    [error] = validate(problem, plan_from_dict(unapproved))
+    assert error.rule == "approval-threshold" and "$amount > 150" in str(error)
+    assert validate(problem, plan_from_dict(threshold_plan(None))) == []
+
+
+@pytest.mark.parametrize(("amount", "paid_expected"), [(200, False), (120, True)])
+def test_a_write_over_the_threshold_without_an_approval_is_refused_at_dispatch(
+    tmp_path: Path, amount: int, paid_expected: bool
+) -> None:
+    """The plan's approval runs only above 1000 (its author's guess); the policy says 150. With
+    the actual amount of 200 the approval is skipped and the payment refused, named with the
+    value; 120 is under the threshold and is paid without an approval."""
+    paid: list[dict[str, Any]] = []
+    tools = {**pay_tools(paid), "quote": lambda inputs, call: {"amount": amount},
+             "auto": lambda inputs, call: {"approval": True}}
+    plan = plan_from_dict(threshold_plan("$t1.amount > 1000"))
+    outcome = start_run(problem_from_dict(threshold_problem()), plan, tmp_path / "run", plan_source="plan",
+                        tools_spec=None, tools=tools).run()
+    assert outcome["tasks"]["t2"]["status"] == "skipped"
+    if paid_expected:
+        assert paid == [{"amount": amount}] and outcome["reason"] == "goal_met"
+        return
+    assert paid == [] and (outcome["status"], outcome["reason"]) == ("failed", "task_failed")
+    error = outcome["tasks"]["t4"]["error"]
+    assert "$amount > 150 holds ($amount = 200)" in error and "no approval upstream" in error
+
+
+def test_a_threshold_names_a_write_tool() -> None:
+    from evolve.model.errors import EvolveError
+
+    doc = threshold_problem()
+    doc["policy"]["approval_required"] = {"quote": "$x > 1"}
+    with pytest.raises(EvolveError, match=r"approval_required\.quote: not a write tool"):
+        problem_from_dict(doc)
+    doc["policy"]["approval_required"] = {"pay": "$amount >"}
+    with pytest.raises(EvolveError, match=r"approval_required\.pay"):
+        problem_from_dict(doc)

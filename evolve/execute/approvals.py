@@ -10,6 +10,8 @@
   so is an automatic approval of one; a write whose human approval approved another action (a
   replan changed its inputs or its tool) is not run: the approval is asked again with the new
   action.
+- thresholds (``policy.approval_required``): a write whose condition holds on its actual
+  inputs is refused, named with the values, when no approval upstream is done.
 - :func:`take_decisions`: a waiting task whose ask a person decided is settled from the
   decision (approved, answered: ``done`` with outputs; rejected: failed for good under its
   ``on_failure``).
@@ -21,6 +23,7 @@ The transitions (:func:`asked`, :func:`settled_by`) are pure, like those of
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -30,6 +33,8 @@ from evolve.execute.people import action_hash, iso, write_hash
 from evolve.execute.records import Asked, AskKind, Decided, Settled
 from evolve.execute.state import RunState
 from evolve.execute.transitions import NOTHING, Change, failed_for_good, replan_asked
+from evolve.model.evaluation import holds, inputs_resolver
+from evolve.model.expression import ExpressionError, parse_expression
 from evolve.model.graph import upstream
 from evolve.model.plan import Task, parse_ref
 from evolve.model.validate import produced_by
@@ -174,6 +179,13 @@ def gate(ctx: RunContext, task: Task) -> Change | None:
     if digest in ctx.state.rejected:
         return refusal(ctx, task, f"{task.tool} with these inputs", ctx.state.rejected[digest])
     deps = deps_map(ctx)
+    above = over_threshold(ctx, task)
+    if above is not None and not any(
+        risk(ctx, ctx.index.tasks[up]) == "approval" and ctx.state.status.get(up) == "done"
+        for up in upstream(task.id, deps)
+    ):
+        why = f"refused: {above}, and no approval upstream (policy.approval_required)"
+        return failed_for_good(task, "refused", why, state=ctx.state, ev=ctx.ev)
     for tid in sorted(upstream(task.id, deps), key=lambda t: ctx.index.topo.get(t, 0)):
         approval = ctx.index.tasks[tid]
         if risk(ctx, approval) != "approval" or not needs_person(ctx, approval):
@@ -196,6 +208,30 @@ def gate(ctx: RunContext, task: Task) -> Change | None:
                 ev=ctx.ev,
             )
     return None
+
+
+def over_threshold(ctx: RunContext, task: Task) -> str | None:
+    """What makes the write need an approval by the problem's ``policy.approval_required``,
+    checked on its actual inputs (``None``: it does not). A condition that cannot be decided on
+    them (an input missing, a type error) counts as holding: the write is not let through."""
+    condition = ctx.problem.policy.threshold(task.tool)
+    if condition is None:
+        return None
+    inputs = bind(ctx, task)
+    expr = parse_expression(condition)
+    resolve = inputs_resolver(inputs)
+    try:
+        if not holds(expr, resolve):
+            return None
+    except ExpressionError as exc:
+        return f"{condition} cannot be decided on its inputs ({exc})"
+    values = []
+    for ref in expr.refs:
+        try:
+            values.append(f"{ref} = {json.dumps(resolve(ref, ()), default=str)}")
+        except KeyError:
+            values.append(f"{ref} unknown")
+    return f"{condition} holds ({', '.join(values)})"
 
 
 def take_decisions(ctx: RunContext) -> bool:

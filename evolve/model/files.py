@@ -21,6 +21,7 @@ import yaml
 
 from evolve.defaults import ON_FAILURE, ON_FAILURE_POLICIES, RETRIES
 from evolve.model.errors import InputError
+from evolve.model.expression import ExpressionError, parse_expression
 from evolve.model.limits import (
     DEPTH_PROBLEM,
     MAX_DEPTH,
@@ -51,7 +52,7 @@ TASK_KEYS = (
     "id", "tool", "deps", "inputs", "outputs", "when", "idempotency_key", "name",
     "assumes", "on_failure", "retries", "timeout", "evidence", "proof",
 )
-POLICY_KEYS = ("write_requires_approval", "require_evidence")
+POLICY_KEYS = ("write_requires_approval", "require_evidence", "approval_required")
 PLAN_KEYS = ("tasks", "priority", "schedule")
 TEMPLATE_RULES = frozenset({
     "unique-id", "dep-exists", "no-cycle", "tool-registered", "scope-granted", "ref-initial",
@@ -332,6 +333,7 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
     policy = Policy(
         write_requires_approval=r.optional(policy_doc, "write_requires_approval", "policy", r.boolean, False),
         require_evidence=r.optional(policy_doc, "require_evidence", "policy", r.boolean, False),
+        approval_required=read_thresholds(r, policy_doc, tools),
     )
     for tool in tools.values():
         for res, amount in tool.uses.items():
@@ -365,6 +367,27 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
             more = f" (and {len(broken) - 3} more)" if len(broken) > 3 else ""
             raise r.fail("template", "; ".join(str(e) for e in broken[:3]) + more)
     return problem
+
+
+def read_thresholds(
+    r: Reader, policy_doc: Mapping[str, Any], tools: Mapping[str, Tool]
+) -> tuple[tuple[str, str], ...]:
+    """``policy.approval_required``: write tool -> a condition over its bound inputs."""
+    doc: dict[str, Any] = r.optional(
+        policy_doc, "approval_required", "policy", lambda v, p: r.mapping(v, p, None), {})
+    found = []
+    for name, condition in doc.items():
+        path = f"policy.approval_required.{name}"
+        tool = tools.get(name)
+        if tool is None or tool.risk != "write":
+            raise r.fail(path, "not a write tool of the catalog")
+        text = r.text(condition, path)
+        try:
+            parse_expression(text)
+        except ExpressionError as exc:
+            raise r.fail(path, str(exc)) from None
+        found.append((name, text))
+    return tuple(found)
 
 
 def read_tool(r: Reader, name: str, spec: object) -> Tool:
@@ -469,8 +492,12 @@ def problem_to_dict(problem: Problem) -> dict[str, Any]:
         doc["limits"] = limits
     if problem.resources:
         doc["resources"] = dict(problem.resources)
-    policy = {k: True for k, v in (("write_requires_approval", problem.policy.write_requires_approval),
-                                   ("require_evidence", problem.policy.require_evidence)) if v}
+    flags = (("write_requires_approval", problem.policy.write_requires_approval),
+             ("require_evidence", problem.policy.require_evidence))
+    policy: dict[str, Any] = {k: True for k, v in flags if v}
+    thresholds: dict[str, Any] = dict(problem.policy.approval_required)
+    if thresholds:
+        policy["approval_required"] = thresholds
     if policy:
         doc["policy"] = policy
     doc["tools"] = tools

@@ -58,6 +58,15 @@ class Policy:
     write_requires_approval: bool = False
     require_evidence: bool = False
     """Every task must cite repository ``evidence`` and give a ``proof`` command (evidence plans)."""
+    approval_required: tuple[tuple[str, str], ...] = ()
+    """Thresholds: (write tool, condition over its bound inputs) pairs, e.g.
+    ``("payments.issue_refund", "$decision.refund_inr > 1000")``: where the condition can hold
+    the write needs an approval upstream (the validator), and the executor checks it again at
+    dispatch with the actual values."""
+
+    def threshold(self, tool: str) -> str | None:
+        """The condition under which a call of ``tool`` needs an approval (``None``: none)."""
+        return next((cond for name, cond in self.approval_required if name == tool), None)
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from evolve.model.evaluation import holds, inputs_resolver
 from evolve.model.expression import ExpressionError, parse_expression
 from evolve.model.graph import find_cycle, successors, topological_order
-from evolve.model.plan import Plan, Task, parse_ref
+from evolve.model.plan import Plan, Task, parse_ref, tested_in_text
 from evolve.model.problem import Problem
 
 
@@ -117,6 +118,12 @@ def check_task(problem: Problem, task: Task, tasks: dict[str, Task]) -> Iterable
         if tool.risk == "write" and not task.idempotency_key:
             yield PlanError("idempotency-key", f"write task ({tool.name}) has no idempotency_key", task.id)
     initial = problem.initial_set()
+    for tested in (tid for text in (task.when or "", *task.assumes) for tid in tested_in_text(text)):
+        if tested not in tasks:
+            yield PlanError("ref-task", f"failed/status(${tested}) tests missing task {tested!r}", task.id)
+        elif tested not in task.deps:
+            yield PlanError("ref-dep", f"failed/status(${tested}) tests {tested}, which is not among "
+                            "its deps", task.id)
     for ref in task.refs():
         if ref.task is None:
             if ref.fact not in initial:
@@ -172,16 +179,31 @@ def produced_by(problem: Problem, task: Task) -> tuple[str, ...] | None:
 
 
 def check_policy(problem: Problem, plan: Plan, tasks: dict[str, Task]) -> Iterable[PlanError]:
-    if not problem.policy.write_requires_approval:
+    if not problem.policy.write_requires_approval and not problem.policy.approval_required:
         return
     deps = {tid: [d for d in t.deps if d in tasks] for tid, t in tasks.items()}
     approved = approved_tasks(problem, tasks, deps)
     for task in plan.tasks:
         tool = problem.tools.get(task.tool)
-        if tool is None or tool.risk != "write":
+        if tool is None or tool.risk != "write" or task.id in approved:
             continue
-        if task.id not in approved:
+        if problem.policy.write_requires_approval:
             yield PlanError("write-approval", "write task does not depend on an approval task", task.id)
+            continue
+        condition = problem.policy.threshold(tool.name)
+        if condition is not None and threshold_can_hold(condition, task.inputs):
+            yield PlanError("approval-threshold", f"{tool.name} needs an approval where {condition} "
+                            "can hold, and no approval task is upstream", task.id)
+
+
+def threshold_can_hold(condition: str, inputs: Mapping[str, Any]) -> bool:
+    """Whether a threshold may hold for a task whose inputs are known only as the plan binds
+    them: it can unless it is false on the task's literal inputs (a reference is unknown)."""
+    literal = {key: value for key, value in inputs.items() if parse_ref(value) is None}
+    try:
+        return holds(parse_expression(condition), inputs_resolver(literal))
+    except ExpressionError:
+        return True
 
 
 def approved_tasks(problem: Problem, tasks: Mapping[str, Task],
