@@ -152,6 +152,9 @@ EXECUTE_WAIT = 0.0
 decision; 0: it stops at once with ``status: waiting`` (exit 4) and ``--resume`` goes on."""
 EXECUTE_WAIT_POLL = 0.5
 """Seconds between two looks at the journal while a session waits for a person."""
+EXECUTE_DEADLINE_INCLUDES_WAITING = False
+"""Whether waiting for people counts against a problem's ``limits.deadline_s`` (``False``: the
+deadline measures the run's own time; ``--deadline-includes-waiting`` counts it)."""
 EXECUTE_DISPATCHERS = ("local", "dask")
 """Where tool calls run: threads of this process, or a Dask cluster (``--dispatcher``)."""
 EXECUTE_DISPATCHER = "local"

@@ -26,7 +26,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from evolve.cli.main import cli
-from evolve.execute import Executor, ToolFailure, resume_run, start_run
+from evolve.execute import ExecuteOptions, Executor, ToolFailure, resume_run, start_run
 from evolve.execute.replan import Proposal, Situation
 from evolve.execute.state import RunState
 from evolve.model.files import plan_from_dict, problem_from_dict
@@ -542,3 +542,71 @@ def test_a_threshold_names_a_write_tool() -> None:
     doc["policy"]["approval_required"] = {"pay": "$amount >"}
     with pytest.raises(EvolveError, match=r"approval_required\.pay"):
         problem_from_dict(doc)
+
+
+# -- run limits: limits.deadline_s and limits.max_llm_calls --------------------------------------
+
+CHAIN3 = {
+    "name": "chain3",
+    "initial": ["x"],
+    "criteria": ["c"],
+    "tools": {
+        "make_a": {"duration": 10, "inputs": ["x"], "outputs": ["a"], "llm_calls": 2},
+        "make_b": {"duration": 10, "inputs": ["a"], "outputs": ["b"], "llm_calls": 2},
+        "make_c": {"duration": 10, "inputs": ["b"], "outputs": ["c"]},
+    },
+}
+CHAIN3_PLAN = {
+    "tasks": [
+        {"id": "t1", "tool": "make_a", "inputs": {"x": "$x"}},
+        {"id": "t2", "tool": "make_b", "deps": ["t1"], "inputs": {"a": "$t1.a"}},
+        {"id": "t3", "tool": "make_c", "deps": ["t2"], "inputs": {"b": "$t2.b"}},
+    ]
+}
+
+
+def simulated(tmp_path: Path, limits: dict[str, Any]) -> dict[str, Any]:
+    doc = {**CHAIN3, "limits": limits}
+    plan = plan_from_dict(CHAIN3_PLAN)
+    return start_run(problem_from_dict(doc), plan, tmp_path / "run", plan_source="plan", tools_spec=None,
+                     simulate=True).run()
+
+
+def test_the_deadline_stops_the_run_before_a_call_past_it(tmp_path: Path) -> None:
+    outcome = simulated(tmp_path, {"deadline_s": 15})  # the virtual clock: t3 would start at 20
+    assert (outcome["status"], outcome["reason"]) == ("failed", "deadline")
+    assert "limits.deadline_s 15 reached after 20.000 s (waiting excluded)" in outcome["message"]
+    assert [outcome["tasks"][t]["status"] for t in ("t1", "t2", "t3")] == ["done", "done", "pending"]
+
+
+def test_the_llm_budget_stops_the_call_that_would_spend_past_it(tmp_path: Path) -> None:
+    outcome = simulated(tmp_path, {"max_llm_calls": 3})
+    assert (outcome["status"], outcome["reason"]) == ("failed", "llm_budget")
+    assert "2 made, and t2 (make_b) needs 2 more" in outcome["message"]
+    assert outcome["model_calls"] == {"tools": 2, "replan": 0}
+    assert simulated(tmp_path / "more", {"max_llm_calls": 4})["reason"] == "goal_met"
+
+
+@pytest.mark.parametrize(("includes", "reason"), [(False, "goal_met"), (True, "deadline")])
+def test_waiting_for_people_counts_against_the_deadline_only_if_asked(
+    tmp_path: Path, includes: bool, reason: str
+) -> None:
+    doc = {**problem_from_doc_text(ASK), "limits": {"deadline_s": 2.0}}
+    (tmp_path / "address_tools.py").write_text(ASK_TOOLS)
+    folder = tmp_path / "run"
+    first = start_run(problem_from_dict(doc), plan_from_dict(ASK_PLAN), folder, plan_source="plan",
+                      tools_spec=f"{tmp_path / 'address_tools.py'}:TOOLS",
+                      options=ExecuteOptions(deadline_includes_waiting=includes)).run()
+    assert first["status"] == "waiting"
+    time.sleep(2.2)  # the person takes longer than the whole deadline
+    assert evolve("answer", folder, "q", "--output", '{"address": "a", "phone": "b"}').exit_code == 0
+    outcome = resume_run(folder).run()
+    assert outcome["reason"] == reason, outcome["message"]
+    assert outcome["waiting_s"] >= 2.2
+
+
+def problem_from_doc_text(text: str) -> dict[str, Any]:
+    import yaml
+
+    doc: dict[str, Any] = yaml.safe_load(text)
+    return doc

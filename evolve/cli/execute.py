@@ -229,6 +229,13 @@ def progress(as_json: bool) -> Any:
     help="Seconds to keep waiting for a person (polling the journal for their decision) before "
     "stopping with status waiting (exit 4).",
 )
+@click.option(
+    "--deadline-includes-waiting",
+    is_flag=True,
+    default=defaults.EXECUTE_DEADLINE_INCLUDES_WAITING,
+    help="Count the time people take to decide against the problem's limits.deadline_s "
+    "(by default it is not counted).",
+)
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @click.option("--json", "as_json", is_flag=True, help="Print outcome.json.")
 @friendly
@@ -252,6 +259,7 @@ def execute(
     scheduler_address: str | None,
     journal_sync: str,
     wait: float,
+    deadline_includes_waiting: bool,
     no_report: bool,
     as_json: bool,
     llm: LlmSettings,
@@ -297,6 +305,7 @@ def execute(
                 timeout=timeout,
                 journal_sync=journal_sync,
                 wait=wait,
+                deadline_includes_waiting=deadline_includes_waiting,
             )
             folder = Path(out_dir) if out_dir is not None else new_run_dir(runs_root())
             facts = parse_facts(fact_items)

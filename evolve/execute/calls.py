@@ -10,6 +10,7 @@ from evolve.execute.approvals import gate
 from evolve.execute.context import RunContext, bind
 from evolve.execute.dispatch import Job
 from evolve.execute.journal import dumps
+from evolve.execute.limits import deadline_passed, llm_budget_spent
 from evolve.execute.outcome import Stop
 from evolve.execute.readiness_pass import readiness_pass
 from evolve.execute.records import Dispatched
@@ -26,6 +27,10 @@ def start_ready(ctx: RunContext) -> None:
             ctx.mark(tid)
     if ctx.queue.next_timer() is not None or ctx.agenda:
         readiness_pass(ctx)
+    late = deadline_passed(ctx)
+    if late is not None:
+        ctx.halt(late)
+        return
     tasks = ctx.index.tasks
     taken, over = ctx.queue.take(
         ctx.dispatcher.running(),
@@ -54,6 +59,11 @@ def dispatch(ctx: RunContext, batch: list[Task]) -> None:
         timeout = math.inf if ctx.simulate else task.timeout or ctx.options.timeout
         ctx.hook("before_dispatch", task.id)
         inputs = bind(ctx, task)
+        spent = llm_budget_spent(ctx, task)
+        if spent is not None or ctx.stop is not None:
+            ctx.halt(spent)
+            ctx.queue.release(task.id)
+            continue
         instead = gate(ctx, task)
         if instead is not None:
             ctx.queue.release(task.id)
@@ -96,6 +106,7 @@ def dispatch(ctx: RunContext, batch: list[Task]) -> None:
             )
         )
         call_id += 1
+        ctx.llm_calls += tool.llm_calls
     if records:
         ctx.commit(Change(tuple(records), tuple(events)))
     for job in jobs:

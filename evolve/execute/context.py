@@ -92,8 +92,16 @@ class RunContext:
     """Pending tasks whose upstream changed, for the readiness pass (plan order first)."""
     assumed: set[str] = field(default_factory=set)
     """Tasks whose ``assumes`` were confirmed in this session."""
+    llm_calls: int = field(init=False)
+    """Model calls the run's tool calls made (their tools' ``llm_calls``), from the journal."""
+    waited_in_sessions: float = field(init=False)
+    """Seconds sessions of the run spent waiting for people (``--wait``), this one included."""
 
     def __post_init__(self) -> None:
+        self.llm_calls = sum(
+            self.problem.tools[c.tool].llm_calls for c in self.journal.calls() if c.tool in self.problem.tools
+        )
+        self.waited_in_sessions = float(self.journal.meta().get("waited_in_sessions") or 0.0)
         self.capacity = Capacity.of(self.problem)
         self.queue = ReadyQueue(self.capacity.limits)
         self.ev = Events(self.dispatcher.clock, self.problem)

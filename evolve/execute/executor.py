@@ -147,7 +147,9 @@ class Executor:
                     continue
                 people = waiting(ctx)
                 if people and time.monotonic() < waited_until:
+                    began = time.monotonic()
                     time.sleep(min(ctx.options.wait_poll, max(0.0, waited_until - time.monotonic())))
+                    ctx.waited_in_sessions += time.monotonic() - began
                     if poll(ctx):
                         take_decisions(ctx)
                     continue
@@ -179,7 +181,7 @@ class Executor:
         )
         if record and status == "waiting":  # not over: --resume goes on from the decision
             event = ctx.ev.event("session.wait", pending=[p["task"] for p in outcome["pending"]])
-            ctx.commit(Change((), (event,)))
+            ctx.commit(Change((), (event,)), meta={"waited_in_sessions": ctx.waited_in_sessions})
             ctx.log.flush()
         elif record:
             event = ctx.ev.event(
@@ -189,7 +191,11 @@ class Executor:
                 steps=outcome["steps"],
                 replans=outcome["replans"],
             )
-            ctx.commit(Change((), (event,)), meta={"complete": {"reason": reason, "message": message}})
+            meta = {
+                "complete": {"reason": reason, "message": message},
+                "waited_in_sessions": ctx.waited_in_sessions,
+            }
+            ctx.commit(Change((), (event,)), meta=meta)
             ctx.log.flush()
         (ctx.run_dir / "outcome.json").write_text(json.dumps(outcome, indent=2, default=str) + "\n")
         return outcome

@@ -24,6 +24,9 @@ class ExecuteOptions:
     """Seconds this session waits for a person before it stops ``waiting`` (set per session:
     ``--resume --wait`` overrides what the run was started with)."""
     wait_poll: float = defaults.EXECUTE_WAIT_POLL
+    deadline_includes_waiting: bool = defaults.EXECUTE_DEADLINE_INCLUDES_WAITING
+    """Whether the time people took to decide counts against ``limits.deadline_s`` (by default
+    it does not: the deadline is the run's own working time)."""
 
     def __post_init__(self) -> None:
         if self.max_steps < 1 or self.max_replans < 0:

@@ -26,6 +26,8 @@ Reason = Literal[
     "no_plan",
     "loop_detected",
     "waiting",
+    "deadline",
+    "llm_budget",
 ]
 REASONS: Final[tuple[Reason, ...]] = get_args(Reason)
 """Why a run ended. ``goal_met`` is the one success; ``task_failed``: a task failed for good under
@@ -33,7 +35,11 @@ REASONS: Final[tuple[Reason, ...]] = get_args(Reason)
 and a criterion was not made (e.g. its producer was skipped); ``step_budget`` / ``replan_budget``:
 ``--max-steps`` / ``--max-replans`` spent; ``no_plan``: the replanner found no valid, complete
 plan; ``loop_detected``: the replanner proposed a plan it had proposed before; ``waiting``:
-nothing can go on until a person decides (the run's ``status`` is ``waiting``, not over)."""
+nothing can go on until a person decides (the run's ``status`` is ``waiting``, not over);
+``deadline`` / ``llm_budget``: the problem's ``limits.deadline_s`` / ``limits.max_llm_calls`` spent."""
+
+BUDGETS: Final[tuple[Reason, ...]] = ("step_budget", "replan_budget", "deadline", "llm_budget")
+"""Stops that spend a budget: after the goal was met, the run is still a success."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,7 @@ def criteria_made(
 def verdict(made: Mapping[str, str | None], stop: Stop | None) -> tuple[Reason, str]:
     """The run's reason and message: a budget spent after the goal was met is still a success."""
     missing = [c for c, tid in made.items() if tid is None]
-    if stop is not None and stop.reason not in ("step_budget", "replan_budget"):
+    if stop is not None and stop.reason not in BUDGETS:
         return stop.reason, stop.message
     if not missing:
         note = f" ({stop.message}, after the goal was met)" if stop else ""
@@ -131,6 +137,8 @@ def build_outcome(
     options = meta.get("options", {})
     people = state or RunState()
     made = decisions(people)
+    tool_llm = sum(problem.tools[c.tool].llm_calls for c in calls if c.tool in problem.tools)
+    refused = sum(1 for e in journal.events() if e.get("event") == "step.error" and e["kind"] == "refused")
     return {
         "status": status,
         "reason": reason,
@@ -171,4 +179,6 @@ def build_outcome(
         "decisions": made,
         "rejected_actions": [d for d in made if d["verdict"] == "rejected"],
         "waiting_s": waited(people, now_wall),
+        "model_calls": {"tools": tool_llm, "replan": replans_tried if meta.get("replanner") == "llm" else 0},
+        "duplicate_writes_prevented": sum(1 for c in calls if c.status == "reconciled") + refused,
     }

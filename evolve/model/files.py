@@ -52,6 +52,7 @@ TASK_KEYS = (
     "id", "tool", "deps", "inputs", "outputs", "when", "idempotency_key", "name",
     "assumes", "on_failure", "retries", "timeout", "evidence", "proof",
 )
+LIMIT_KEYS = ("max_parallel", "max_tasks", "deadline_s", "max_llm_calls")
 POLICY_KEYS = ("write_requires_approval", "require_evidence", "approval_required")
 PLAN_KEYS = ("tasks", "priority", "schedule")
 TEMPLATE_RULES = frozenset({
@@ -317,11 +318,13 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
     if not tools:
         raise r.fail("tools", "the catalog is empty")
 
-    limits_doc: dict[str, Any] = r.optional(
-        doc, "limits", "", lambda v, p: r.mapping(v, p, ("max_parallel", "max_tasks")), {})
+    limits_doc: dict[str, Any] = r.optional(doc, "limits", "", lambda v, p: r.mapping(v, p, LIMIT_KEYS), {})
     limits = Limits(
         max_parallel=r.optional(limits_doc, "max_parallel", "limits", lambda v, p: r.integer(v, p, 1), None),
         max_tasks=r.optional(limits_doc, "max_tasks", "limits", lambda v, p: r.integer(v, p, 1), None),
+        deadline_s=r.optional(limits_doc, "deadline_s", "limits", r.number, None),
+        max_llm_calls=r.optional(limits_doc, "max_llm_calls", "limits", lambda v, p: r.integer(v, p, 0),
+                                 None),
     )
     resources_doc: dict[str, Any] = r.optional(doc, "resources", "", lambda v, p: r.mapping(v, p, None), {})
     resources = {
@@ -487,7 +490,9 @@ def problem_to_dict(problem: Problem) -> dict[str, Any]:
     if problem.scopes is not None:
         doc["scopes"] = list(problem.scopes)
     limits = {k: v for k, v in (("max_parallel", problem.limits.max_parallel),
-                                ("max_tasks", problem.limits.max_tasks)) if v is not None}
+                                ("max_tasks", problem.limits.max_tasks),
+                                ("deadline_s", problem.limits.deadline_s),
+                                ("max_llm_calls", problem.limits.max_llm_calls)) if v is not None}
     if limits:
         doc["limits"] = limits
     if problem.resources:

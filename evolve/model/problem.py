@@ -49,6 +49,11 @@ class Limits:
 
     max_parallel: int | None = None
     max_tasks: int | None = None
+    deadline_s: float | None = None
+    """Seconds of wall clock a run of a plan may take (``evolve execute`` stops with the reason
+    ``deadline``; whether waiting for people counts is the run's option)."""
+    max_llm_calls: int | None = None
+    """Model calls a run of a plan may make through its tools' ``llm_calls`` (reason ``llm_budget``)."""
 
 
 @dataclass(frozen=True)
