@@ -610,3 +610,25 @@ def problem_from_doc_text(text: str) -> dict[str, Any]:
 
     doc: dict[str, Any] = yaml.safe_load(text)
     return doc
+
+
+# -- authorization at dispatch -----------------------------------------------------------------
+
+
+def test_a_run_resumed_without_the_write_scope_refuses_the_write(
+    waiting_run: Path, ledger: Path, tmp_path: Path
+) -> None:
+    assert evolve("approve", waiting_run, "t6", "--as", "asha").exit_code == 0
+    narrower = (EXAMPLES / "refund.yaml").read_text().replace(
+        "scopes: [orders:read, payments:read, policy:read, refunds:write, llm, crm:read]",
+        "scopes: [orders:read, payments:read, policy:read, llm, crm:read]",
+    )
+    assert "refunds:write" not in narrower.split("tools:")[0]
+    (tmp_path / "narrower.yaml").write_text(narrower)
+    resumed = evolve("execute", "--resume", waiting_run, "--problem", tmp_path / "narrower.yaml",
+                     "--no-report", "--json")
+    assert resumed.exit_code in (0, 1), resumed.output
+    outcome = outcome_of(waiting_run)
+    assert refunds(ledger) == [] and outcome["calls_by_risk"]["write"] == 0
+    error = outcome["tasks"]["t7"]["error"]
+    assert "scope 'refunds:write' of payments.issue_refund is not granted to this run" in error

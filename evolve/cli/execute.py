@@ -114,7 +114,8 @@ def progress(as_json: bool) -> Any:
     "problem_file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="The problem the plan is for (its catalog, criteria and limits).",
+    help="The problem the plan is for (its catalog, criteria and limits); with --resume, only "
+    "its scopes are read: the run is granted those from now on.",
 )
 @click.option(
     "--tools",
@@ -281,15 +282,18 @@ def execute(
         factory = stack.enter_context(dispatcher_for(dispatcher_name, scheduler_address))
         show = progress(as_json)
         if resume_dir is not None:
-            if plan_file is not None or problem_file is not None or simulate or fail_items or fact_items:
+            if plan_file is not None or simulate or fail_items or fact_items:
                 raise click.UsageError(
                     "--resume DIR takes the plan, problem, tools and options from the run's "
-                    "journal: give no PLAN_FILE, --problem, --simulate, --fail or --fact"
+                    "journal: give no PLAN_FILE, --simulate, --fail or --fact (--problem gives "
+                    "the scopes only)"
                 )
             folder = Path(resume_dir)
             read_run(folder)[0].close()
+            scopes = load_problem(problem_file).scopes if problem_file is not None else None
             executor = resume_run(
-                folder, replanner=proposer_replanner, dispatcher=factory, on_event=show, wait=wait
+                folder, replanner=proposer_replanner, dispatcher=factory, on_event=show, wait=wait,
+                scopes=scopes,
             )
         else:
             if plan_file is None or problem_file is None:

@@ -10,6 +10,7 @@
   so is an automatic approval of one; a write whose human approval approved another action (a
   replan changed its inputs or its tool) is not run: the approval is asked again with the new
   action.
+- authorization: a write or approval whose scope the run no longer grants is refused.
 - thresholds (``policy.approval_required``): a write whose condition holds on its actual
   inputs is refused, named with the values, when no approval upstream is done.
 - :func:`take_decisions`: a waiting task whose ask a person decided is settled from the
@@ -133,13 +134,25 @@ def ask(ctx: RunContext, task: Task) -> None:
     """Put ``task`` waiting for a person (an approval of a rejected action is refused instead)."""
     kind: AskKind = "approval" if risk(ctx, task) == "approval" else "answer"
     action = action_of(ctx, task) if kind == "approval" else None
-    refused = rejected_in(ctx, task, action)
+    refused = not_granted(ctx, task) if kind == "approval" else None
+    refused = refused or rejected_in(ctx, task, action)
     if refused is not None:
         ctx.commit(refused)
         return
     ctx.commit(
         asked(task, kind, ask_id=next_ask_id(ctx.state), action=action, since_wall=time.time(), ev=ctx.ev)
     )
+
+
+def not_granted(ctx: RunContext, task: Task) -> Change | None:
+    """Authorization at dispatch: a write or approval whose tool's scope the run's problem does
+    not grant (now: a run resumed with other scopes) fails, named, under its ``on_failure``."""
+    tool = ctx.problem.tools.get(task.tool)
+    if tool is None or ctx.problem.scope_granted(tool.scope):
+        return None
+    granted = ", ".join(ctx.problem.scopes or ()) or "none"
+    why = f"refused: scope {tool.scope!r} of {task.tool} is not granted to this run (scopes: {granted})"
+    return failed_for_good(task, "refused", why, state=ctx.state, ev=ctx.ev)
 
 
 def rejected_in(ctx: RunContext, task: Task, action: dict[str, Any] | None) -> Change | None:
@@ -171,6 +184,10 @@ def gate(ctx: RunContext, task: Task) -> Change | None:
     human approval upstream approved another action (or is waiting again). An automatic
     approval: refused if it would approve a rejected action."""
     kind = risk(ctx, task)
+    if kind in ("approval", "write"):
+        unauthorized = not_granted(ctx, task)
+        if unauthorized is not None:
+            return unauthorized
     if kind == "approval":
         return rejected_in(ctx, task, action_of(ctx, task))
     if kind != "write":

@@ -174,10 +174,16 @@ def resume_run(
     hook: Hook | None = None,
     tools: Mapping[str, ToolFn] | None = None,
     wait: float | None = None,
+    scopes: tuple[str, ...] | None = None,
 ) -> Executor:
     """The run in ``run_dir``, continued where it stopped (``tools``: as for :func:`start_run`;
-    ``wait``: the seconds this session waits for a person, instead of the run's)."""
+    ``wait``: the seconds this session waits for a person, instead of the run's; ``scopes``: the
+    scopes the run is granted from now on, kept in the journal: writes and approvals are
+    authorized again when they are dispatched)."""
     journal, meta, problem = read_run(run_dir)
+    if scopes is not None and scopes != problem.scopes:
+        problem = replace(problem, scopes=scopes)
+        journal.write((), (), {"problem": problem_to_dict(problem)})
     try:
         options = ExecuteOptions(**meta["options"])
         if wait is not None:
