@@ -145,6 +145,13 @@ def test_reject_then_resume_issues_no_refund_and_replies(waiting_run: Path, ledg
     assert any("refused" in d["reason"] for d in outcome["revisions"])
     reply_by = outcome["criteria"]["reply"]
     assert outcome["tasks"][reply_by]["status"] == "done"
+    from evolve.report import write_execution_report
+
+    page = write_execution_report(waiting_run).read_text()
+    section = page[page.index('<section id="people">'):]
+    section = section[: section.index("</section>")]
+    assert "rejected" in section and "ravi" in section and "payments.issue_refund" in section
+    assert "rejected actions (final" in section and "waited" in section
 
 
 RESUMER = """
@@ -632,3 +639,40 @@ def test_a_run_resumed_without_the_write_scope_refuses_the_write(
     assert refunds(ledger) == [] and outcome["calls_by_risk"]["write"] == 0
     error = outcome["tasks"]["t7"]["error"]
     assert "scope 'refunds:write' of payments.issue_refund is not granted to this run" in error
+
+
+# -- write conflicts: writes and the rule write-order ---------------------------------------------
+
+WRITERS = {
+    "name": "writers",
+    "initial": ["order_id", "customer_id"],
+    "criteria": ["r1", "r2"],
+    "tools": {
+        "refund": {"duration": 1, "inputs": ["order_id"], "outputs": ["r1"], "risk": "write",
+                   "writes": "order:$order_id"},
+        "cancel": {"duration": 1, "inputs": ["order_id"], "outputs": ["r2"], "risk": "write",
+                   "writes": "order:$order_id"},
+        "notify": {"duration": 1, "inputs": ["customer_id"], "outputs": ["r2"], "risk": "write",
+                   "writes": "customer:$customer_id"},
+    },
+}
+
+
+def writers_plan(second: str, deps: list[str]) -> dict[str, Any]:
+    inputs = {"customer_id": "$customer_id"} if second == "notify" else {"order_id": "$order_id"}
+    return {"tasks": [
+        {"id": "w1", "tool": "refund", "inputs": {"order_id": "$order_id"}, "idempotency_key": "a"},
+        {"id": "w2", "tool": second, "deps": deps, "inputs": inputs, "idempotency_key": "b"},
+    ]}
+
+
+def test_two_writes_of_the_same_object_must_be_ordered() -> None:
+    from evolve.model.validate import validate
+
+    problem = problem_from_dict(WRITERS)
+    [error] = validate(problem, plan_from_dict(writers_plan("cancel", [])))
+    assert error.rule == "write-order" and error.task == "w2"
+    assert "order:$order_id" in str(error) and "w1" in str(error)
+    assert validate(problem, plan_from_dict(writers_plan("cancel", ["w1"]))) == []  # an edge orders them
+    assert validate(problem, plan_from_dict(writers_plan("notify", []))) == []  # another object
+    assert problem_from_dict(WRITERS).tools["refund"].writes == "order:$order_id"

@@ -47,6 +47,7 @@ PROBLEM_KEYS = (
 )
 TOOL_KEYS = (
     "scope", "duration", "inputs", "outputs", "risk", "cost", "uses", "llm_calls", "description", "by",
+    "writes",
 )
 TASK_KEYS = (
     "id", "tool", "deps", "inputs", "outputs", "when", "idempotency_key", "name",
@@ -424,6 +425,7 @@ def read_tool(r: Reader, name: str, spec: object) -> Tool:
         llm_calls=r.optional(doc, "llm_calls", path, lambda v, p: r.integer(v, p, 0), 0),
         description=r.optional(doc, "description", path, r.text, ""),
         by=r.optional(doc, "by", path, by, "tool"),
+        writes=r.optional(doc, "writes", path, r.text, None),
     )
 
 
@@ -479,6 +481,7 @@ def problem_to_dict(problem: Problem) -> dict[str, Any]:
             "risk": tool.risk if tool.risk != "read" else None, "cost": tool.cost or None,
             "uses": dict(tool.uses), "llm_calls": tool.llm_calls or None,
             "description": tool.description or None, "by": tool.by if tool.by != "tool" else None,
+            "writes": tool.writes,
         }
         spec.update({k: v for k, v in optional.items() if v})
         tools[tool.name] = spec

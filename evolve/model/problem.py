@@ -38,6 +38,10 @@ class Tool:
     llm_calls: int = 0
     description: str = ""
     by: By = "tool"
+    writes: str | None = None
+    """The object a write tool writes, a template over its inputs (``"order:$order_id"``): two
+    tasks that may write the same object must be ordered by an edge (validator rule
+    ``write-order``)."""
 
     def __hash__(self) -> int:
         return hash((self.name, self.duration, self.inputs, self.outputs, self.scope, self.risk))
