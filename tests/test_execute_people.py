@@ -123,7 +123,7 @@ def test_approve_then_resume_issues_exactly_one_refund(waiting_run: Path, ledger
     assert outcome["waiting_s"] >= 0 and outcome["rejected_actions"] == []
     events = [json.loads(line) for line in (waiting_run / "events.jsonl").read_text().splitlines()]
     names = [e["event"] for e in events]
-    assert names.index("person.ask") < names.index("person.approved") < names.index("session.resume")
+    assert names.index("awaiting_approval") < names.index("person.approved") < names.index("session.resume")
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
 
 

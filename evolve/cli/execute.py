@@ -100,6 +100,8 @@ def progress(as_json: bool) -> Any:
             )
         elif kind == "plan.draft":
             text = f"replanning ({event['replanner']}): {event['reason']}"
+        elif kind.startswith("awaiting_"):
+            text = f"{event['task']:<6} {event['tool']} waits for a person ({event['kind']})"
         else:
             return
         click.echo(f"{at}  {text}", err=True)

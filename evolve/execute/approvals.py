@@ -50,11 +50,13 @@ def asked(
     since_wall: float,
     ev: Events,
 ) -> Change:
-    """A task a person owns starts waiting for them."""
+    """A task a person owns starts waiting for them (event ``awaiting_approval`` or
+    ``awaiting_answer``, with the exact action)."""
     digest = None if action is None else action_hash(action["writes"])
     now = ev.clock.now()
     event = ev.step(
-        "person.ask", task, attempt=0, kind=kind, action=action, action_hash=digest, since=iso(since_wall)
+        f"awaiting_{kind}", task, attempt=0, kind=kind, action=action, action_hash=digest,
+        since=iso(since_wall),
     )
     return Change((Asked(ask_id, task.id, kind, task.tool, action, digest, now, since_wall),), (event,))
 
