@@ -446,6 +446,28 @@ def test_a_replan_that_changes_the_amount_asks_again(tmp_path: Path) -> None:
     assert [d["action_hash"] for d in third["decisions"]] == [old_hash, again["action_hash"]]
 
 
+def test_a_replan_waits_for_the_person_then_asks_again(tmp_path: Path) -> None:
+    """The check (a sibling of the approval) fails while the manager is asked: the replan waits
+    for the decision, then requotes, and the approval is asked again for the new amount."""
+    paid: list[dict[str, Any]] = []
+    tools = pay_tools(paid)
+    plan = pay_plan()
+    plan["tasks"][2]["deps"] = ["t1"]  # t3 no longer waits for the approval
+    folder = tmp_path / "run"
+    session = start_run(problem_from_dict(pay_problem()), plan_from_dict(plan), folder,
+                        plan_source="plan", tools_spec=None, tools=tools, replanner=Fixed(REQUOTED))
+    first = session.run()
+    folds(session)
+    assert (first["status"], first["replans"]) == ("waiting", 0)
+    assert first["tasks"]["t3"]["status"] == "failed" and session.state.replan is not None
+    assert evolve("approve", folder, "t2").exit_code == 0
+    second = resume_run(folder, tools=tools, replanner=Fixed(REQUOTED)).run()
+    assert (second["status"], second["replans"]) == ("waiting", 1)
+    [again] = second["pending"]
+    assert again["task"] == "t2" and again["action"]["writes"][0]["inputs"] == {"amount": 250}
+    assert paid == []
+
+
 def test_a_rejection_under_fail_plan_ends_the_run_without_the_write(tmp_path: Path) -> None:
     paid: list[dict[str, Any]] = []
     tools = pay_tools(paid)

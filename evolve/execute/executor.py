@@ -138,8 +138,8 @@ class Executor:
                     continue
                 if ctx.stop is not None:
                     break
-                if ctx.state.replan is not None:
-                    replan(ctx)
+                if ctx.state.replan is not None and not waiting(ctx):
+                    replan(ctx)  # (while a person decides, the replan waits: it sees the decision)
                     continue
                 timer = ctx.queue.next_timer()
                 if timer is not None:

@@ -53,7 +53,8 @@ def readiness_pass(ctx: RunContext) -> None:
         decision = decide(upstream, when, policy)
         if decision == "ready":
             if needs_person(ctx, task):
-                if assumptions_hold(ctx, task, at_dispatch=True):
+                # a replan asked for may change what this task would be asked: it goes first
+                if ctx.state.replan is None and assumptions_hold(ctx, task, at_dispatch=True):
                     ask(ctx, task)
             elif assumptions_hold(ctx, task, at_dispatch=True):
                 ctx.queue.push(tid, ctx.index.tail.get(tid, 0.0), ctx.index.topo.get(tid, 0))
