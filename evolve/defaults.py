@@ -152,6 +152,14 @@ EXECUTE_RETRY_WINDOW = 300.0
 EXECUTE_JOURNAL_SYNC = "FULL"
 """SQLite ``synchronous`` of the journal: ``FULL`` makes every commit reach the disk before the
 call it records is made (``NORMAL`` survives a killed process but not a lost machine)."""
+EXECUTE_WAIT = 0.0
+"""Seconds a session keeps waiting for a person (``--wait``), polling the journal for their
+decision; 0: it stops at once with ``status: waiting`` (exit 4) and ``--resume`` goes on."""
+EXECUTE_WAIT_POLL = 0.5
+"""Seconds between two looks at the journal while a session waits for a person."""
+EXECUTE_DEADLINE_INCLUDES_WAITING = False
+"""Whether waiting for people counts against a problem's ``limits.deadline_s`` (``False``: the
+deadline measures the run's own time; ``--deadline-includes-waiting`` counts it)."""
 EXECUTE_DISPATCHERS = ("local", "dask")
 """Where tool calls run: threads of this process, or a Dask cluster (``--dispatcher``)."""
 EXECUTE_DISPATCHER = "local"

@@ -33,7 +33,7 @@ EXPECTED: dict[tuple[str, str], str] = {
         "max_steps": "EXECUTE_MAX_STEPS", "max_replans": "EXECUTE_MAX_REPLANS", "seed": "SEED",
         "timeout": "EXECUTE_TIMEOUT", "replanner": "EXECUTE_REPLANNER",
         "replan_generations": "REPLAN_GENERATIONS", "dispatcher_name": "EXECUTE_DISPATCHER",
-        "journal_sync": "EXECUTE_JOURNAL_SYNC"}.items()},
+        "journal_sync": "EXECUTE_JOURNAL_SYNC", "wait": "EXECUTE_WAIT"}.items()},
     ("generate", "tools"): "GENERATE_TOOLS",
     ("generate", "seed"): "SEED",
     ("bench psplib", "jobs"): "BENCH_JOBS",

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from evolve.execute import REASONS, ExecuteOptions, start_run
@@ -31,8 +31,20 @@ def runs(draw: st.DrawFn) -> tuple[Problem, Plan, dict[str, float], int, int]:
     plan = draw(valid_plans(problem))
     policies = draw(st.lists(POLICY, min_size=len(plan.tasks), max_size=len(plan.tasks)))
     retries = draw(st.lists(st.integers(0, 2), min_size=len(plan.tasks), max_size=len(plan.tasks)))
+    # failure branches: some tasks with deps run only if their first dep failed for good
+    # (the dep they test fails under skip_dependents, the policy that lets a fallback run)
+    branches = draw(st.lists(st.booleans(), min_size=len(plan.tasks), max_size=len(plan.tasks)))
+    tested = {t.deps[0] for t, b in zip(plan.tasks, branches) if b and t.deps}
     plan = Plan(
-        tasks=tuple(replace(t, on_failure=p, retries=r) for t, p, r in zip(plan.tasks, policies, retries)),
+        tasks=tuple(
+            replace(
+                t,
+                on_failure="skip_dependents" if t.id in tested else p,
+                retries=r,
+                when=f"failed(${t.deps[0]})" if b and t.deps else t.when,
+            )
+            for t, p, r, b in zip(plan.tasks, policies, retries, branches)
+        ),
         priority=plan.priority,
     )
     rates = draw(
@@ -89,10 +101,15 @@ def test_any_simulated_run_keeps_the_invariants(
     tasks = outcome["tasks"]
     final = {tid: t for tid, t in tasks.items() if t["status"] != "invalidated"}
     deps = {t["id"]: t["deps"] for t in outcome["plan"]["tasks"]}
+    whens = {t["id"]: t.get("when") or "" for t in outcome["plan"]["tasks"]}
     for tid, task in final.items():
         if task["status"] == "done":
             for dep in deps.get(tid, []):
                 if tasks[dep]["status"] == "done":
+                    assert tasks[dep]["finish"] <= task["start"] + EPS
+                if whens[tid] == f"failed(${dep})":  # a fallback runs only after its dep failed
+                    event("a fallback ran")
+                    assert tasks[dep]["status"] in ("failed", "unknown")
                     assert tasks[dep]["finish"] <= task["start"] + EPS
     spans = [
         (t["start"], t["finish"], t["tool"])

@@ -36,6 +36,12 @@ def oracle(upstream: str, when: str, policy: str) -> str:
         return "fail"
     if upstream == "waiting":
         return "wait"
+    if upstream == "branch":  # a dep the condition tests failed: the condition decides
+        if policy in ("fail_plan", "retry"):
+            return "fail"  # the run is ending
+        if policy == "replan":
+            return "wait"
+        return {"true": "ready", "error": "fail"}.get(when, "skip")
     if when in ("absent", "true"):
         return "ready"
     if when == "error":
@@ -46,8 +52,8 @@ def oracle(upstream: str, when: str, policy: str) -> str:
 def test_the_table_covers_every_combination_once() -> None:
     keys = list(combinations())
     assert len(keys) == len(set(keys)) == len(TABLE)
-    # a policy exactly when a dep failed: 2 upstream states x 5 whens + 1 x 5 x 4 policies
-    assert len(keys) == 2 * len(WHEN) + len(WHEN) * (len(POLICIES) - 1)
+    # a policy exactly when a dep failed: 2 upstream states x 5 whens + 2 x 5 x 4 policies
+    assert len(keys) == 2 * len(WHEN) + 2 * len(WHEN) * (len(POLICIES) - 1)
     assert set(TABLE.values()) == set(DECISIONS)
 
 
@@ -80,7 +86,31 @@ def test_aggregate_over_every_mix_of_dep_states(n: int) -> None:
             else:
                 assert (upstream, policy) == ("done", "none")
     assert aggregate([]) == ("done", "none")
-    assert set(UPSTREAM) == {"done", "waiting", "failed"}
+    assert set(UPSTREAM) == {"done", "waiting", "failed", "branch"}
+
+
+RANK = {"skip_dependents": 1, "replan": 2, "retry": 3, "fail_plan": 3}
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_aggregate_with_deps_a_condition_tests(n: int) -> None:
+    """A failed dep whose status the task's ``when`` tests is a branch, not a failed upstream:
+    every mix of statuses, policies and tested deps."""
+    policies = POLICIES[1:]
+    for states in itertools.product(STATUSES, repeat=n):
+        for chosen in itertools.product(policies, repeat=n):
+            for tested in itertools.product((False, True), repeat=n):
+                upstream, policy = aggregate(zip(states, chosen, tested))
+                ended = [(p, t) for s, p, t in zip(states, chosen, tested) if s in ("failed", "unknown")]
+                untested = [p for p, t in ended if not t]
+                if untested:
+                    assert upstream == "failed" and RANK[policy] == max(RANK[p] for p in untested)
+                elif any(s in ("pending", "dispatched", "waiting") for s in states):
+                    assert (upstream, policy) == ("waiting", "none")
+                elif ended:
+                    assert upstream == "branch" and RANK[policy] == max(RANK[p] for p, _ in ended)
+                else:
+                    assert (upstream, policy) == ("done", "none")
 
 
 # -- the table at work: a fan-in whose sibling is still running -----------------------------
@@ -155,3 +185,53 @@ def test_fan_in_fails_the_run_but_lets_the_sibling_finish(tmp_path: Path) -> Non
     assert events[-1]["time"] == 100  # the run ended when b's answer came in
     assert outcome["tasks"]["b"]["status"] == "done"  # the call in flight was collected
     assert outcome["tasks"]["j"]["status"] == "pending"  # never ran
+
+
+# -- failure branches: a fallback runs when the dep it tests failed for good ------------------
+
+BRANCH = {
+    "name": "branch",
+    "initial": ["x"],
+    "criteria": ["c"],
+    "tools": {
+        "primary": {"duration": 10, "inputs": ["x"], "outputs": ["a"]},
+        "fallback": {"duration": 20, "inputs": ["x"], "outputs": ["a"]},
+        "finish": {"duration": 5, "inputs": ["x"], "outputs": ["c"]},
+    },
+}
+
+
+def branch_plan(when: str = "failed($p)", policy: str = "skip_dependents") -> dict[str, Any]:
+    return {
+        "tasks": [
+            {"id": "p", "tool": "primary", "inputs": {"x": "$x"}, "on_failure": policy},
+            {"id": "f", "tool": "fallback", "deps": ["p"], "inputs": {"x": "$x"}, "when": when},
+            {"id": "z", "tool": "finish", "deps": ["f"], "inputs": {"x": "$x"}},
+        ]
+    }
+
+
+@pytest.mark.parametrize("when", ["failed($p)", "status($p) == 'failed'"])
+def test_a_fallback_runs_when_its_dep_failed_for_good(tmp_path: Path, when: str) -> None:
+    outcome, _ = run_sim(tmp_path, BRANCH, branch_plan(when), fail={"primary": 1.0})
+    assert outcome["reason"] == "goal_met", outcome["message"]
+    assert {t: outcome["tasks"][t]["status"] for t in "pfz"} == {"p": "failed", "f": "done", "z": "done"}
+
+
+def test_a_fallback_is_skipped_when_its_dep_succeeded(tmp_path: Path) -> None:
+    outcome, _ = run_sim(tmp_path, BRANCH, branch_plan())
+    assert {t: outcome["tasks"][t]["status"] for t in "pfz"} == {"p": "done", "f": "skipped", "z": "done"}
+
+
+def test_a_fallback_cannot_save_a_run_its_dep_ends(tmp_path: Path) -> None:
+    outcome, _ = run_sim(tmp_path, BRANCH, branch_plan(policy="fail_plan"), fail={"primary": 1.0})
+    assert (outcome["reason"], outcome["tasks"]["f"]["status"]) == ("task_failed", "pending")
+
+
+def test_a_status_test_must_name_a_dep() -> None:
+    from evolve.model.validate import validate
+
+    plan = branch_plan()
+    plan["tasks"][2]["when"] = "failed($p)"  # z does not depend on p
+    errors = validate(problem_from_dict(BRANCH), plan_from_dict(plan))
+    assert [e.rule for e in errors] == ["ref-dep"] and "failed/status($p)" in str(errors[0])

@@ -180,6 +180,9 @@ def test_every_terminal_reason_is_named() -> None:
         "replan_budget",
         "no_plan",
         "loop_detected",
+        "waiting",  # reached in tests/test_execute_people.py, as the two below
+        "deadline",
+        "llm_budget",
     }
 
 

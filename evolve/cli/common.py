@@ -6,6 +6,7 @@ Exit statuses (the README's table is this one):
 - 1: it ran, but the answer is no (an invalid plan, a run with no usable result);
 - 2: bad input: a file, a field or an option, named in one line on stderr;
 - 3: the problem is infeasible: no plan can meet a criterion (each one named, with why);
+- 4: a run of a plan waits for a person (``evolve pending``; ``evolve execute --resume`` goes on);
 - 70: an internal error, a bug in evolve: one line on stderr, the traceback in a file it names;
 - 130: interrupted (Ctrl-C).
 """
@@ -33,6 +34,7 @@ from evolve.run.folder import runs_root as runs_root  # these two from here
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK, EXIT_NO, EXIT_BAD_INPUT, EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 70, 130
+EXIT_WAITING = 4
 
 
 def interrupted(exc: BaseException) -> bool:

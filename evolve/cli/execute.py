@@ -1,7 +1,8 @@
 """``evolve execute``: run a plan with real tools (or simulated ones), durably, replanning on the way.
 
 Exit status 0 when the goal is met, 1 when the run ends without it (the reason is named),
-2 for bad input (a file, a field or an option, in one line).
+2 for bad input (a file, a field or an option, in one line), 4 when the run waits for a person
+(``evolve pending`` says for what; ``evolve approve``/``reject``/``answer``, then ``--resume``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import click
 
 from evolve import defaults
-from evolve.cli.common import EXIT_NO, EXIT_OK, friendly, runs_root
+from evolve.cli.common import EXIT_NO, EXIT_OK, EXIT_WAITING, friendly, runs_root
 from evolve.cli.options import LlmSettings, llm_options
 from evolve.execute.dispatch import Clock, DaskDispatcher, Dispatcher, WallClock
 from evolve.execute.executor import ExecuteOptions
@@ -108,6 +109,8 @@ def progress(as_json: bool) -> Any:
             )
         elif kind == "plan.draft":
             text = f"replanning ({event['replanner']}): {event['reason']}"
+        elif kind.startswith("awaiting_"):
+            text = f"{event['task']:<6} {event['tool']} waits for a person ({event['kind']})"
         else:
             return
         click.echo(f"{at}  {text}", err=True)
@@ -122,7 +125,8 @@ def progress(as_json: bool) -> Any:
     "problem_file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="The problem the plan is for (its catalog, criteria and limits).",
+    help="The problem the plan is for (its catalog, criteria and limits); with --resume, only "
+    "its scopes are read: the run is granted those from now on.",
 )
 @click.option(
     "--tools",
@@ -242,6 +246,21 @@ def progress(as_json: bool) -> Any:
     help="FULL: every journal commit reaches the disk before the call it records "
     "(survives a lost machine); NORMAL: survives a killed process, commits faster.",
 )
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=defaults.EXECUTE_WAIT,
+    show_default=True,
+    help="Seconds to keep waiting for a person (polling the journal for their decision) before "
+    "stopping with status waiting (exit 4).",
+)
+@click.option(
+    "--deadline-includes-waiting",
+    is_flag=True,
+    default=defaults.EXECUTE_DEADLINE_INCLUDES_WAITING,
+    help="Count the time people take to decide against the problem's limits.deadline_s "
+    "(by default it is not counted).",
+)
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @click.option("--json", "as_json", is_flag=True, help="Print outcome.json.")
 @friendly
@@ -266,6 +285,8 @@ def execute(
     dispatcher_name: str,
     scheduler_address: str | None,
     journal_sync: str,
+    wait: float,
+    deadline_includes_waiting: bool,
     no_report: bool,
     as_json: bool,
     llm: LlmSettings,
@@ -287,18 +308,20 @@ def execute(
         factory = stack.enter_context(dispatcher_for(dispatcher_name, scheduler_address))
         show = progress(as_json)
         if resume_dir is not None:
-            if (plan_file is not None or problem_file is not None or simulate or fail_items or fact_items
-                    or input_items or input_file):
+            if plan_file is not None or simulate or fail_items or fact_items or input_items or input_file:
                 raise click.UsageError(
                     "--resume DIR takes the plan, problem, tools and options from the run's "
-                    "journal: give no PLAN_FILE, --problem, --simulate, --fail, --fact or --input"
+                    "journal: give no PLAN_FILE, --simulate, --fail, --fact or --input (--problem "
+                    "gives the scopes only)"
                 )
             folder = Path(resume_dir)
             read_run(folder)[0].close()
+            scopes = load_problem(problem_file).scopes if problem_file is not None else None
             filler = (stack.enter_context(make_arg_filler(llm.base_url, llm.model, seed=seed))
                       if llm.base_url and llm.model else None)
             executor = resume_run(
-                folder, replanner=proposer_replanner, dispatcher=factory, on_event=show, arg_filler=filler
+                folder, replanner=proposer_replanner, dispatcher=factory, on_event=show,
+                arg_filler=filler, wait=wait, scopes=scopes,
             )
         else:
             if plan_file is None:
@@ -316,6 +339,8 @@ def execute(
                 seed=seed,
                 timeout=timeout,
                 journal_sync=journal_sync,
+                wait=wait,
+                deadline_includes_waiting=deadline_includes_waiting,
             )
             folder = Path(out_dir) if out_dir is not None else new_run_dir(runs_root())
             facts = {**state_facts(problem), **parse_facts(fact_items)}
@@ -362,6 +387,10 @@ def execute(
     else:
         click.echo(summary(outcome))
         click.echo(f"written to {folder}/ ({', '.join(written)})")
+    if outcome["status"] == "waiting":
+        if not as_json:
+            click.echo(f"waiting for a person: see evolve pending {folder}", err=True)
+        sys.exit(EXIT_WAITING)
     sys.exit(EXIT_OK if outcome["status"] == "completed" else EXIT_NO)
 
 

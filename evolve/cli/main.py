@@ -29,6 +29,7 @@ from evolve.cli.htn import FALLBACKS as HTN_FALLBACKS
 from evolve.cli.htn import htn_fallback_for
 from evolve.cli.htn import limit_options as htn_limit_options
 from evolve.cli.htn import run_problem as htn_run_problem
+from evolve.cli.human import COMMANDS as HUMAN_COMMANDS
 from evolve.cli.options import LlmSettings, llm_options, search_options
 from evolve.cli.patterns import COMMANDS as PATTERN_COMMANDS
 from evolve.cli.plan import COMMANDS as PLAN_COMMANDS
@@ -327,8 +328,8 @@ def generate_cmd(tools: int, seed: int, name: str | None, no_approval: bool, no_
                err=True)
 
 
-for command in (*REPORT_COMMANDS, bench, *HTN_COMMANDS, *EXECUTE_COMMANDS, *PATTERN_COMMANDS,
-                *PLAN_COMMANDS):
+for command in (*REPORT_COMMANDS, bench, *HTN_COMMANDS, *EXECUTE_COMMANDS, *HUMAN_COMMANDS,
+                *PATTERN_COMMANDS, *PLAN_COMMANDS):
     cli.add_command(command)
 
 

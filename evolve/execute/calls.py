@@ -1,20 +1,22 @@
 """Making calls: the ready tasks the queue lets start, their dispatch records (one transaction
-for a whole wave: one sync to the disk), then the calls handed to the dispatcher."""
+for a whole wave: one sync to the disk), then the calls handed to the dispatcher. A write or an
+approval the gate of :mod:`evolve.execute.approvals` stops is not dispatched."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from evolve.execute.context import RunContext
+from evolve.execute.approvals import gate
+from evolve.execute.context import RunContext, bind
 from evolve.execute.dispatch import Job
 from evolve.execute.journal import dumps
+from evolve.execute.limits import deadline_passed, llm_budget_spent
 from evolve.execute.outcome import Stop
 from evolve.execute.readiness_pass import readiness_pass
 from evolve.execute.records import Dispatched
 from evolve.execute.tools import Call
 from evolve.execute.transitions import Change
-from evolve.model.plan import Task, parse_ref
+from evolve.model.plan import Task
 from evolve.scheduling.base import demand_vector
 
 
@@ -25,6 +27,10 @@ def start_ready(ctx: RunContext) -> None:
             ctx.mark(tid)
     if ctx.queue.next_timer() is not None or ctx.agenda:
         readiness_pass(ctx)
+    late = deadline_passed(ctx)
+    if late is not None:
+        ctx.halt(late)
+        return
     tasks = ctx.index.tasks
     taken, over = ctx.queue.take(
         ctx.dispatcher.running(),
@@ -38,21 +44,6 @@ def start_ready(ctx: RunContext) -> None:
         dispatch(ctx, [tasks[tid] for tid in taken])
 
 
-def bind(ctx: RunContext, task: Task) -> dict[str, Any]:
-    """The task's inputs with every reference replaced by its value (``None``: an output a
-    skipped task never made, or an initial fact given no value)."""
-    bound: dict[str, Any] = {}
-    for key, value in task.inputs.items():
-        ref = parse_ref(value)
-        if ref is None:
-            bound[key] = value
-        elif ref.task is None:
-            bound[key] = ctx.facts.get(ref.fact)
-        else:
-            bound[key] = ctx.state.outputs.get(ref.task, {}).get(ref.fact)
-    return bound
-
-
 def dispatch(ctx: RunContext, batch: list[Task]) -> None:
     """Make the calls of ``batch``: their dispatch records first, in one transaction, then the
     calls."""
@@ -60,13 +51,25 @@ def dispatch(ctx: RunContext, batch: list[Task]) -> None:
     jobs = []
     records = []
     events = []
-    for call_id, task in enumerate(batch, start=ctx.journal.next_call):
+    call_id = ctx.journal.next_call
+    for task in batch:
         tool = ctx.problem.tools[task.tool]
         attempt = ctx.state.attempts.get(task.id, 0) + 1
         # a dry run has no deadlines: its clock counts the catalog's units, not seconds
         timeout = math.inf if ctx.simulate else task.timeout or ctx.options.timeout
         ctx.hook("before_dispatch", task.id)
         inputs = bind(ctx, task)
+        spent = llm_budget_spent(ctx, task)
+        if spent is not None or ctx.stop is not None:
+            ctx.halt(spent)
+            ctx.queue.release(task.id)
+            continue
+        instead = gate(ctx, task)
+        if instead is not None:
+            ctx.queue.release(task.id)
+            if instead.records:
+                ctx.commit(instead)
+            continue
         events.append(
             ctx.ev.step(
                 "step.start",
@@ -102,7 +105,10 @@ def dispatch(ctx: RunContext, batch: list[Task]) -> None:
                 duration=tool.duration,
             )
         )
-    ctx.commit(Change(tuple(records), tuple(events)))
+        call_id += 1
+        ctx.llm_calls += tool.llm_calls
+    if records:
+        ctx.commit(Change(tuple(records), tuple(events)))
     for job in jobs:
         ctx.hook("dispatched", job.task_id)
         ctx.dispatcher.submit(job)

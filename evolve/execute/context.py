@@ -29,7 +29,7 @@ from evolve.execute.state import RunState
 from evolve.execute.tools import ToolFn
 from evolve.execute.transitions import Change
 from evolve.model.graph import successors, topological_order
-from evolve.model.plan import Task
+from evolve.model.plan import Task, parse_ref
 from evolve.model.problem import Problem
 from evolve.scheduling.base import Capacity, PlanGraph, backward_tails
 
@@ -92,8 +92,16 @@ class RunContext:
     """Pending tasks whose upstream changed, for the readiness pass (plan order first)."""
     assumed: set[str] = field(default_factory=set)
     """Tasks whose ``assumes`` were confirmed in this session."""
+    llm_calls: int = field(init=False)
+    """Model calls the run's tool calls made (their tools' ``llm_calls``), from the journal."""
+    waited_in_sessions: float = field(init=False)
+    """Seconds sessions of the run spent waiting for people (``--wait``), this one included."""
 
     def __post_init__(self) -> None:
+        self.llm_calls = sum(
+            self.problem.tools[c.tool].llm_calls for c in self.journal.calls() if c.tool in self.problem.tools
+        )
+        self.waited_in_sessions = float(self.journal.meta().get("waited_in_sessions") or 0.0)
         self.capacity = Capacity.of(self.problem)
         self.queue = ReadyQueue(self.capacity.limits)
         self.ev = Events(self.dispatcher.clock, self.problem)
@@ -141,3 +149,18 @@ class RunContext:
         for tid, status in self.state.status.items():
             if status == "pending" and tid in self.index.tasks:
                 self.mark(tid)
+
+
+def bind(ctx: RunContext, task: Task) -> dict[str, Any]:
+    """The task's inputs with every reference replaced by its value (``None``: an output a
+    skipped task never made, or an initial fact given no value)."""
+    bound: dict[str, Any] = {}
+    for key, value in task.inputs.items():
+        ref = parse_ref(value)
+        if ref is None:
+            bound[key] = value
+        elif ref.task is None:
+            bound[key] = ctx.facts.get(ref.fact)
+        else:
+            bound[key] = ctx.state.outputs.get(ref.task, {}).get(ref.fact)
+    return bound

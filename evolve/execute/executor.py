@@ -11,7 +11,10 @@ One coordinator loop, in this order, until nothing is left to do:
 3. the *result commit* (:mod:`evolve.execute.result_commit`): answers from the dispatcher, each
    committed in one transaction (outputs and ``done``, or the error); a failure is retried
    (:class:`~evolve.execute.retry.RetryPolicy`) or is final, and then its ``on_failure`` decides;
-4. *replan* (:mod:`evolve.execute.revisions`), once nothing is running, when asked for.
+4. *replan* (:mod:`evolve.execute.revisions`), once nothing is running, when asked for;
+5. *people* (:mod:`evolve.execute.approvals`): when only tasks a person owns are left, the
+   session stops ``waiting`` (or, with ``wait``, polls the journal for their decisions); a
+   resumed session first settles what people decided while it was stopped.
 
 Every change is a record committed by :meth:`~evolve.execute.context.RunContext.commit`, journal
 first, so a run killed anywhere continues with :meth:`Executor.resume`
@@ -21,10 +24,12 @@ first, so a run killed anywhere continues with :meth:`Executor.resume`
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from evolve.execute.approvals import poll, take_decisions, waiting
 from evolve.execute.calls import start_ready
 from evolve.execute.context import POINTS, Hook, RunContext, no_hook
 from evolve.execute.dispatch import Dispatcher
@@ -32,7 +37,7 @@ from evolve.execute.events import EventLog
 from evolve.execute.htn import goal_unmet
 from evolve.execute.journal import Journal
 from evolve.execute.options import ExecuteOptions
-from evolve.execute.outcome import Reason, build_outcome, criteria_made, verdict
+from evolve.execute.outcome import Reason, Stop, build_outcome, criteria_made, verdict
 from evolve.execute.readiness_pass import readiness_pass
 from evolve.execute.recovery import recover, resumed
 from evolve.execute.replan import Replanner
@@ -119,7 +124,9 @@ class Executor:
             if complete:
                 return self.outcome(complete["reason"], complete["message"], record=False)
             recover(ctx)
+            take_decisions(ctx)
             ctx.mark_pending()
+            waited_until = time.monotonic() + ctx.options.wait
             while True:
                 if ctx.stop is None:
                     readiness_pass(ctx)
@@ -132,13 +139,23 @@ class Executor:
                     continue
                 if ctx.stop is not None:
                     break
-                if ctx.state.replan is not None:
-                    replan(ctx)
+                if ctx.state.replan is not None and not waiting(ctx):
+                    replan(ctx)  # (while a person decides, the replan waits: it sees the decision)
                     continue
                 timer = ctx.queue.next_timer()
                 if timer is not None:
                     ctx.dispatcher.collect(timer)  # nothing runs: wait for the retry's time
                     continue
+                people = waiting(ctx)
+                if people and time.monotonic() < waited_until:
+                    began = time.monotonic()
+                    time.sleep(min(ctx.options.wait_poll, max(0.0, waited_until - time.monotonic())))
+                    ctx.waited_in_sessions += time.monotonic() - began
+                    if poll(ctx):
+                        take_decisions(ctx)
+                    continue
+                if people:
+                    ctx.halt(Stop("waiting", f"waiting for a person: {', '.join(people)}"))
                 break
             state = ctx.state
             made = criteria_made(ctx.problem, state.plan, state.status, state.outputs)
@@ -151,7 +168,7 @@ class Executor:
     def outcome(self, reason: Reason, message: str, record: bool = True) -> dict[str, Any]:
         """``outcome.json``, written; the end of the session recorded (unless it was already)."""
         ctx = self.ctx
-        status = "completed" if reason == "goal_met" else "failed"
+        status = {"goal_met": "completed", "waiting": "waiting"}.get(reason, "failed")
         outcome = build_outcome(
             self.journal,
             ctx.problem,
@@ -162,8 +179,14 @@ class Executor:
             plan=ctx.state.plan.to_dict(),
             elapsed=ctx.clock.now(),
             replans_tried=ctx.state.replans,
+            state=ctx.state,
+            now_wall=time.time(),
         )
-        if record:
+        if record and status == "waiting":  # not over: --resume goes on from the decision
+            event = ctx.ev.event("session.wait", pending=[p["task"] for p in outcome["pending"]])
+            ctx.commit(Change((), (event,)), meta={"waited_in_sessions": ctx.waited_in_sessions})
+            ctx.log.flush()
+        elif record:
             event = ctx.ev.event(
                 "session.complete",
                 status=status,
@@ -171,7 +194,11 @@ class Executor:
                 steps=outcome["steps"],
                 replans=outcome["replans"],
             )
-            ctx.commit(Change((), (event,)), meta={"complete": {"reason": reason, "message": message}})
+            meta = {
+                "complete": {"reason": reason, "message": message},
+                "waited_in_sessions": ctx.waited_in_sessions,
+            }
+            ctx.commit(Change((), (event,)), meta=meta)
             ctx.log.flush()
         (ctx.run_dir / "outcome.json").write_text(json.dumps(outcome, indent=2, default=str) + "\n")
         return outcome

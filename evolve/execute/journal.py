@@ -31,9 +31,11 @@ from evolve.execute import records as rec
 from evolve.execute.records import CALL_STATUSES, TASK_STATUSES, CallStatus, TaskRow
 from evolve.model.errors import EvolveError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Kept in SQLite's ``user_version``. 2: the tasks' retry wake times and cascaded skips are
-columns (version 1, which had neither, kept them only in events; it is refused, not guessed)."""
+columns (version 1, which had neither, kept them only in events; it is refused, not guessed).
+3: the ``asks`` table (what a person was asked, and what they decided); a version 2 journal is
+refused like any other version."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -50,6 +52,10 @@ CREATE TABLE IF NOT EXISTS calls (
     risk TEXT NOT NULL, idempotency_key TEXT, status TEXT NOT NULL, inputs TEXT, outputs TEXT,
     error TEXT, started REAL, finished REAL);
 CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS asks (
+    ask_id INTEGER PRIMARY KEY, task_id TEXT NOT NULL, kind TEXT NOT NULL, tool TEXT NOT NULL,
+    action TEXT, action_hash TEXT, since REAL NOT NULL, since_wall REAL NOT NULL,
+    verdict TEXT, decided_by TEXT, decided_at REAL, note TEXT, decided_hash TEXT, outputs TEXT);
 """
 
 __all__ = ["CALL_STATUSES", "SCHEMA_VERSION", "TASK_STATUSES", "Journal", "JournalError", "TaskRow"]
@@ -169,8 +175,11 @@ class Journal:
             )
 
     def add_events(self, db: sqlite3.Connection, events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Number ``events`` and insert them (inside the caller's transaction)."""
+        """Number ``events`` and insert them (inside the caller's transaction). The count is
+        read again first: a person's decision (``evolve approve``) may have added an event
+        from another process since."""
         out = []
+        self.seq = max(self.seq, self.scalar("SELECT COALESCE(MAX(seq), 0) FROM events"))
         for event in events:
             self.seq += 1
             body = {**event, "seq": self.seq}
@@ -220,6 +229,19 @@ class Journal:
         """The tools a replan request took out of use (the run's meta ``excluded``)."""
         row = self.db.execute("SELECT value FROM meta WHERE key = 'excluded'").fetchone()
         return list(loads(row[0])) if row is not None else []
+
+    def asks(self) -> tuple[list[rec.Asked], list[rec.Decided]]:
+        """What people were asked, in order, and what they decided (the ``asks`` table)."""
+        asked, decided = [], []
+        rows = self.db.execute(
+            "SELECT ask_id, task_id, kind, tool, action, action_hash, since, since_wall, verdict, "
+            "decided_by, decided_at, note, decided_hash, outputs FROM asks ORDER BY ask_id"
+        )
+        for r in rows:
+            asked.append(rec.Asked(r[0], r[1], r[2], r[3], loads(r[4]), r[5], r[6], r[7]))
+            if r[8] is not None:
+                decided.append(rec.Decided(r[0], r[1], r[8], r[9], r[10], r[11], r[12], loads(r[13])))
+        return asked, decided
 
     def events(self) -> list[dict[str, Any]]:
         return [json.loads(body) for (body,) in self.db.execute("SELECT body FROM events ORDER BY seq")]
@@ -294,8 +316,54 @@ class Journal:
             self.put_meta(db, {"replan": record.reason})
         elif isinstance(record, rec.ReplanTried):
             self.put_meta(db, {"replan_tried": record.revision})
+        elif isinstance(record, rec.Asked):
+            self.put_ask(db, record)
+        elif isinstance(record, rec.Decided):
+            self.put_decision(db, record)
         else:
             assert_never(record)
+
+    def put_ask(self, db: sqlite3.Connection, record: rec.Asked) -> None:
+        """A person asked: the ask's row, and its task ``waiting``."""
+        db.execute(
+            "INSERT INTO asks (ask_id, task_id, kind, tool, action, action_hash, since, since_wall) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.ask_id,
+                record.task_id,
+                record.kind,
+                record.tool,
+                None if record.action is None else dumps(dict(record.action)),
+                record.action_hash,
+                record.since,
+                record.since_wall,
+            ),
+        )
+        db.execute(
+            "UPDATE tasks SET status = 'waiting', retry_at = NULL WHERE task_id = ?", (record.task_id,)
+        )
+
+    def put_decision(self, db: sqlite3.Connection, record: rec.Decided) -> None:
+        """A person's decision on an open ask; an ask decided already (or asked again since,
+        by another process) is refused, and the transaction rolled back."""
+        cursor = db.execute(
+            "UPDATE asks SET verdict = ?, decided_by = ?, decided_at = ?, note = ?, decided_hash = ?, "
+            "outputs = ? WHERE ask_id = ? AND task_id = ? AND verdict IS NULL AND ask_id = "
+            "(SELECT MAX(ask_id) FROM asks WHERE task_id = ?)",
+            (
+                record.verdict,
+                record.by,
+                record.at,
+                record.note,
+                record.action_hash,
+                None if record.outputs is None else dumps(dict(record.outputs)),
+                record.ask_id,
+                record.task_id,
+                record.task_id,
+            ),
+        )
+        if cursor.rowcount != 1:
+            raise JournalError(f"{self.path}: {record.task_id} is no longer waiting for that decision")
 
     def put_revision(self, db: sqlite3.Connection, record: rec.Revised) -> None:
         """A new revision of the plan: its record, the rows of its new tasks (or their new

@@ -20,6 +20,13 @@ class ExecuteOptions:
     backoff_cap: float = defaults.EXECUTE_BACKOFF_CAP
     retry_window: float = defaults.EXECUTE_RETRY_WINDOW
     journal_sync: str = defaults.EXECUTE_JOURNAL_SYNC
+    wait: float = defaults.EXECUTE_WAIT
+    """Seconds this session waits for a person before it stops ``waiting`` (set per session:
+    ``--resume --wait`` overrides what the run was started with)."""
+    wait_poll: float = defaults.EXECUTE_WAIT_POLL
+    deadline_includes_waiting: bool = defaults.EXECUTE_DEADLINE_INCLUDES_WAITING
+    """Whether the time people took to decide counts against ``limits.deadline_s`` (by default
+    it does not: the deadline is the run's own working time)."""
 
     def __post_init__(self) -> None:
         if self.max_steps < 1 or self.max_replans < 0:
@@ -28,6 +35,8 @@ class ExecuteOptions:
             )
         if self.journal_sync not in ("FULL", "NORMAL"):
             raise ValueError(f"journal sync must be FULL or NORMAL, got {self.journal_sync!r}")
+        if self.wait < 0 or self.wait_poll <= 0:
+            raise ValueError("wait must be >= 0 and wait_poll > 0")
         if self.timeout <= 0 or self.backoff < 0 or self.backoff_cap < 0 or self.retry_window < 0:
             raise ValueError("timeout must be > 0 and backoff, backoff_cap, retry_window >= 0")
 

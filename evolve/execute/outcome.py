@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
 from evolve.execute.journal import Journal
+from evolve.execute.people import decisions, pending, waited
+from evolve.execute.state import RunState
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 from evolve.model.validate import produced_by
@@ -23,13 +25,21 @@ Reason = Literal[
     "replan_budget",
     "no_plan",
     "loop_detected",
+    "waiting",
+    "deadline",
+    "llm_budget",
 ]
 REASONS: Final[tuple[Reason, ...]] = get_args(Reason)
 """Why a run ended. ``goal_met`` is the one success; ``task_failed``: a task failed for good under
 ``fail_plan`` (or ``retry`` with its retries spent); ``goal_unreachable``: nothing is left to run
 and a criterion was not made (e.g. its producer was skipped); ``step_budget`` / ``replan_budget``:
 ``--max-steps`` / ``--max-replans`` spent; ``no_plan``: the replanner found no valid, complete
-plan; ``loop_detected``: the replanner proposed a plan it had proposed before."""
+plan; ``loop_detected``: the replanner proposed a plan it had proposed before; ``waiting``:
+nothing can go on until a person decides (the run's ``status`` is ``waiting``, not over);
+``deadline`` / ``llm_budget``: the problem's ``limits.deadline_s`` / ``limits.max_llm_calls`` spent."""
+
+BUDGETS: Final[tuple[Reason, ...]] = ("step_budget", "replan_budget", "deadline", "llm_budget")
+"""Stops that spend a budget: after the goal was met, the run is still a success."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +75,7 @@ def verdict(made: Mapping[str, str | None], stop: Stop | None,
     ``unmet`` are goals judged outside the criteria (an HTN domain's goal in the replayed world,
     :func:`evolve.execute.htn.goal_unmet`): the goal is met only when both are empty."""
     missing = [c for c, tid in made.items() if tid is None] + list(unmet)
-    if stop is not None and stop.reason not in ("step_budget", "replan_budget"):
+    if stop is not None and stop.reason not in BUDGETS:
         return stop.reason, stop.message
     if not missing:
         note = f" ({stop.message}, after the goal was met)" if stop else ""
@@ -116,6 +126,8 @@ def build_outcome(
     plan: dict[str, Any],
     elapsed: float,
     replans_tried: int,
+    state: RunState | None = None,
+    now_wall: float = 0.0,
 ) -> dict[str, Any]:
     """``outcome.json``'s content (see the README's *Running a plan*)."""
     meta = journal.meta()
@@ -127,6 +139,10 @@ def build_outcome(
         by_risk[call.risk] = by_risk.get(call.risk, 0) + 1
     diffs = [PlanDiff.of(r.revision, r.patch or {}, r.reason or "").to_dict() for r in revisions[1:]]
     options = meta.get("options", {})
+    people = state or RunState()
+    made = decisions(people)
+    tool_llm = sum(problem.tools[c.tool].llm_calls for c in calls if c.tool in problem.tools)
+    refused = sum(1 for e in journal.events() if e.get("event") == "step.error" and e["kind"] == "refused")
     return {
         "status": status,
         "reason": reason,
@@ -164,4 +180,10 @@ def build_outcome(
         "clock": "virtual" if meta.get("simulate") else "wall",
         "elapsed": round(elapsed, 6),
         "problem": problem.name,
+        "pending": pending(people),
+        "decisions": made,
+        "rejected_actions": [d for d in made if d["verdict"] == "rejected"],
+        "waiting_s": waited(people, now_wall),
+        "model_calls": {"tools": tool_llm, "replan": replans_tried if meta.get("replanner") == "llm" else 0},
+        "duplicate_writes_prevented": sum(1 for c in calls if c.status == "reconciled") + refused,
     }

@@ -13,13 +13,18 @@ Upstream states, aggregated over the task's deps (the worst wins):
   or it was itself skipped because a dep failed: that skip passes on as ``skip_dependents``);
   this dominates a sibling still running, because the task can never run in this revision;
 - ``waiting``: some dep is pending, running or waiting for a retry;
+- ``branch``: every dep that ended without its outputs is one whose status the task's ``when``
+  tests (``failed($t9)``, ``status($t9) == "failed"``: a failure branch), and the rest are done;
 - ``done``: every dep is done or skipped by its ``when`` (also: no deps at all).
 
-The ``when`` column is only read when upstream is ``done`` (a condition reads its deps' outputs):
+The ``when`` column is only read when upstream is ``done`` or ``branch`` (a condition reads its
+deps' outputs, or their statuses):
 ``absent``, ``true``, ``false``, ``unknown`` (it reads an output a skipped task never made) or
 ``error`` (a type error, e.g. ``'abc' > 1``). The policy column is the on_failure of the failed
 dep (the most severe when several failed: ``fail_plan``/``retry``, then ``replan``, then
-``skip_dependents``), and ``none`` when no dep failed.
+``skip_dependents``), and ``none`` when no dep failed. A fallback runs when the dep it tests
+failed under ``skip_dependents``: under ``fail_plan`` the run is ending, under ``replan`` the
+replan decides.
 """
 
 from __future__ import annotations
@@ -28,12 +33,12 @@ import itertools
 from collections.abc import Iterable
 from typing import Final, Literal
 
-Upstream = Literal["done", "waiting", "failed"]
+Upstream = Literal["done", "waiting", "failed", "branch"]
 When = Literal["absent", "true", "false", "unknown", "error"]
 Policy = Literal["none", "retry", "fail_plan", "skip_dependents", "replan"]
 Decision = Literal["ready", "skip", "fail", "wait"]
 
-UPSTREAM: Final[tuple[Upstream, ...]] = ("done", "waiting", "failed")
+UPSTREAM: Final[tuple[Upstream, ...]] = ("done", "waiting", "failed", "branch")
 WHEN: Final[tuple[When, ...]] = ("absent", "true", "false", "unknown", "error")
 POLICIES: Final[tuple[Policy, ...]] = ("none", "retry", "fail_plan", "skip_dependents", "replan")
 DECISIONS: Final[tuple[Decision, ...]] = ("ready", "skip", "fail", "wait")
@@ -44,6 +49,12 @@ RULES: Final[tuple[tuple[str, str, str, Decision], ...]] = (
     ("failed", "*", "retry", "fail"),  # retries ran out: as fail_plan
     ("failed", "*", "replan", "wait"),  # the replan decides what becomes of it
     ("failed", "*", "skip_dependents", "skip"),
+    ("branch", "*", "fail_plan", "fail"),  # the tested dep failed the run: no fallback
+    ("branch", "*", "retry", "fail"),
+    ("branch", "*", "replan", "wait"),
+    ("branch", "true", "skip_dependents", "ready"),  # the fallback runs
+    ("branch", "error", "skip_dependents", "fail"),
+    ("branch", "*", "skip_dependents", "skip"),  # its condition does not hold
     ("waiting", "*", "*", "wait"),  # fan-in: one sibling still running
     ("done", "absent", "*", "ready"),
     ("done", "true", "*", "ready"),
@@ -66,7 +77,7 @@ SEVERITY: Final[dict[Policy, int]] = {
 def combinations() -> Iterable[tuple[Upstream, When, Policy]]:
     """Every meaningful row key: a policy exactly when some dep failed."""
     for upstream, when, policy in itertools.product(UPSTREAM, WHEN, POLICIES):
-        if (upstream == "failed") == (policy != "none"):
+        if (upstream in ("failed", "branch")) == (policy != "none"):
             yield upstream, when, policy
 
 
@@ -88,26 +99,36 @@ def expand(rules: Iterable[tuple[str, str, str, Decision]]) -> dict[tuple[Upstre
 TABLE: Final = expand(RULES)
 
 
-def aggregate(dep_states: Iterable[tuple[str, Policy]]) -> tuple[Upstream, Policy]:
-    """The upstream column and policy for deps given as ``(status, on_failure)`` pairs.
+def aggregate(dep_states: Iterable[tuple[str, Policy] | tuple[str, Policy, bool]]) -> tuple[Upstream, Policy]:
+    """The upstream column and policy for deps given as ``(status, on_failure)`` pairs, or
+    ``(status, on_failure, tested)`` triples (``tested``: the task's ``when`` tests that dep's
+    status, so its failure is a branch, not a failed upstream).
 
     Statuses are the journal's: ``done`` and ``skipped`` satisfy; ``failed`` and ``unknown``
     ended without outputs; anything else (``pending``, ``dispatched``) is still to come.
     An ``invalidated`` dep never runs: the patch that invalidated it rewired its dependents,
     so meeting one here is a bug, and it is treated as still to come.
     """
-    upstream: Upstream = "done"
-    policy: Policy = "none"
-    for status, on_failure in dep_states:
+    failed: Policy | None = None
+    branch: Policy | None = None
+    waiting = False
+    for status, on_failure, *tested in dep_states:
         if status in ("done", "skipped"):
             continue
         if status in ("failed", "unknown"):
-            upstream = "failed"
-            if SEVERITY[on_failure] > SEVERITY[policy]:
-                policy = on_failure
-        elif upstream != "failed":
-            upstream = "waiting"
-    return upstream, policy
+            if tested and tested[0]:
+                branch = on_failure if branch is None or SEVERITY[on_failure] > SEVERITY[branch] else branch
+            else:
+                failed = on_failure if failed is None or SEVERITY[on_failure] > SEVERITY[failed] else failed
+        else:
+            waiting = True
+    if failed is not None:
+        return "failed", failed
+    if waiting:
+        return "waiting", "none"
+    if branch is not None:
+        return "branch", branch
+    return "done", "none"
 
 
 def decide(upstream: Upstream, when: When, policy: Policy) -> Decision:

@@ -1,6 +1,7 @@
 """The readiness pass: each pending task whose upstream changed, looked up in the readiness
 table (:mod:`evolve.execute.readiness`) and sent on: queued to start, skipped, failed without a
-call, or (a false ``assumes``) a replan asked for. Its decisions are committed as they are made.
+call, (a false ``assumes``) a replan asked for, or (a task a person owns) put waiting for them.
+Its decisions are committed as they are made.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import heapq
 from collections.abc import Callable
 from typing import Any
 
+from evolve.execute.approvals import ask, needs_person
 from evolve.execute.context import RunContext
 from evolve.execute.outcome import Stop
 from evolve.execute.readiness import Policy, When, aggregate, decide
@@ -16,7 +18,7 @@ from evolve.execute.records import SATISFIED
 from evolve.execute.transitions import failed_for_good, replan_asked, skipped, task_policy
 from evolve.model.evaluation import UnknownReference, holds, resolver
 from evolve.model.expression import ExpressionError, parse_expression
-from evolve.model.plan import Task
+from evolve.model.plan import Task, tested_in_text
 
 SKIP_WHY: dict[When, str] = {
     "false": "when is false",
@@ -43,17 +45,24 @@ def readiness_pass(ctx: RunContext) -> None:
         task = ctx.index.tasks[tid]
         if not assumptions_hold(ctx, task, at_dispatch=False):
             continue
-        upstream, policy = aggregate(dep_state(ctx, d) for d in task.deps if d in ctx.index.tasks)
-        when, when_error = when_value(ctx, task) if upstream == "done" else ("absent", "")
+        tested = tested_by(task)
+        upstream, policy = aggregate(
+            (*dep_state(ctx, d), d in tested) for d in task.deps if d in ctx.index.tasks
+        )
+        when, when_error = when_value(ctx, task) if upstream in ("done", "branch") else ("absent", "")
         decision = decide(upstream, when, policy)
         if decision == "ready":
-            if assumptions_hold(ctx, task, at_dispatch=True):
+            if needs_person(ctx, task):
+                # a replan asked for may change what this task would be asked: it goes first
+                if ctx.state.replan is None and assumptions_hold(ctx, task, at_dispatch=True):
+                    ask(ctx, task)
+            elif assumptions_hold(ctx, task, at_dispatch=True):
                 ctx.queue.push(tid, ctx.index.tail.get(tid, 0.0), ctx.index.topo.get(tid, 0))
         elif decision == "skip":
             cascade = upstream == "failed"
             ctx.commit(skipped(task, SKIP_WHY.get(when, CASCADE_WHY), cascade=cascade, ev=ctx.ev))
         elif decision == "fail":
-            if upstream == "failed":
+            if when != "error":
                 ctx.halt(Stop("task_failed", f"{tid} cannot run: an upstream task failed"))
             else:
                 ctx.commit(failed_for_good(task, "expression", when_error, state=ctx.state, ev=ctx.ev))
@@ -63,12 +72,26 @@ def resolve(ctx: RunContext) -> Callable[[Any, tuple[str, ...]], Any]:
     return resolver(ctx.facts, ctx.state.outputs)
 
 
+def status_of(ctx: RunContext) -> Callable[[str], str]:
+    return lambda tid: ctx.state.status.get(tid, "pending")
+
+
+def tested_by(task: Task) -> frozenset[str]:
+    """The deps whose status the task's ``when`` tests (a failure branch)."""
+    return frozenset(tested_in_text(task.when)) if task.when else frozenset()
+
+
 def when_value(ctx: RunContext, task: Task) -> tuple[When, str]:
-    """The ``when`` column of the table for ``task``, and the error when it is ``error``."""
-    if not task.when or ctx.simulate:
-        return "absent", ""  # a dry run cannot decide a condition on placeholders: every branch runs
+    """The ``when`` column of the table for ``task``, and the error when it is ``error``. A dry
+    run cannot decide a condition on placeholder outputs, so every such branch runs; a condition
+    that reads statuses only (``failed($t9)``) it decides, as statuses are real there too."""
+    if not task.when:
+        return "absent", ""
     try:
-        return ("true" if holds(parse_expression(task.when), resolve(ctx)) else "false"), ""
+        expr = parse_expression(task.when)
+        if ctx.simulate and expr.refs:
+            return "absent", ""
+        return ("true" if holds(expr, resolve(ctx), status_of(ctx)) else "false"), ""
     except UnknownReference:
         return "unknown", ""
     except ExpressionError as exc:

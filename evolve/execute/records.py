@@ -19,18 +19,27 @@ from typing import Any, Final, Literal, get_args
 
 from evolve.model.plan import Plan
 
-TaskStatus = Literal["pending", "dispatched", "done", "failed", "skipped", "unknown", "invalidated"]
+TaskStatus = Literal[
+    "pending", "dispatched", "done", "failed", "skipped", "unknown", "invalidated", "waiting"
+]
 """A task's state in the journal. ``unknown``: a write whose fate no one can tell (its call was
-cut off and its tool has no ``reconcile``); ``invalidated``: a revision took it out of the plan."""
+cut off and its tool has no ``reconcile``); ``invalidated``: a revision took it out of the plan;
+``waiting``: a task a person owns (``by: human``) waits for their decision or answer."""
 CallStatus = Literal["dispatched", "done", "failed", "timeout", "reconciled", "lost", "unknown"]
 """A call's fate: ``lost`` is a read found dispatched after a crash (it is run again);
 ``reconciled`` a write found so and settled by its tool's ``reconcile``; ``unknown`` a write
 found so whose tool cannot tell."""
 
-ErrorKind = Literal["failure", "timeout", "exception", "unknown", "expression", "assumption", "lost"]
+ErrorKind = Literal[
+    "failure", "timeout", "exception", "unknown", "expression", "assumption", "lost", "rejected", "refused"
+]
 """How a step failed (a ``step.error``'s ``kind``): the dispatcher's three, ``unknown`` (a write
 no one can tell was made), a broken ``when``/``assumes`` (``expression``), a false assumption,
-or a call a crash cut off (``lost``)."""
+a call a crash cut off (``lost``), an approval a person rejected (``rejected``), or a write or
+approval refused at dispatch because its action was rejected before (``refused``)."""
+AskKind = Literal["approval", "answer"]
+"""What a person is asked: to approve or reject an action, or to give a task's outputs."""
+Verdict = Literal["approved", "rejected", "answered"]
 Next = Literal["retry", "fail_plan", "skip_dependents", "replan"]
 """What follows a failed step (a ``step.error``'s ``next``)."""
 
@@ -135,5 +144,40 @@ class Revised:
     rows: tuple[TaskRow, ...] = ()
 
 
-Record = Dispatched | Settled | ReplanAsked | ReplanTried | Revised
+@dataclass(frozen=True)
+class Asked:
+    """A task a person owns waits for them (its status becomes ``waiting``): ``ask_id`` numbers
+    the asks of the run (an approval asked again after its action changed is a new ask).
+
+    ``action`` is what an approval approves: the writes downstream of it, each with its tool,
+    its bound inputs and their hash; ``action_hash`` hashes them all (``None`` for an answer).
+    ``since`` is the run's clock, ``since_wall`` the epoch seconds (when a person was asked)."""
+
+    ask_id: int
+    task_id: str
+    kind: AskKind
+    tool: str
+    action: Mapping[str, Any] | None
+    action_hash: str | None
+    since: float
+    since_wall: float
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A person's decision on ask ``ask_id``: who, when (epoch seconds), the note, the action
+    hash they decided on, and (an answer) the outputs they gave. Written by ``evolve approve``,
+    ``reject`` or ``answer`` in one transaction; the executor then settles the task from it."""
+
+    ask_id: int
+    task_id: str
+    verdict: Verdict
+    by: str
+    at: float
+    note: str | None = None
+    action_hash: str | None = None
+    outputs: Mapping[str, Any] | None = None
+
+
+Record = Dispatched | Settled | ReplanAsked | ReplanTried | Revised | Asked | Decided
 """Every kind of record (see the module docstring to add one)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -61,11 +62,16 @@ def tool_table(
     if simulate:
         return simulated_tools(problem, fail_rates, seed)
     table = bind_htn_tools(problem, load_tools(spec, problem.tools), filling)
-    missing = sorted({t.tool for t in plan.tasks if t.tool not in table})
+    missing = sorted({t.tool for t in plan.tasks if t.tool not in table} - people_own(problem))
     if missing:
         where = f"--tools {spec}" if spec else "no --tools given"
         raise ToolError(f"{where}: no callable for {', '.join(missing)} (and no evolve.tools entry point)")
     return table
+
+
+def people_own(problem: Problem) -> set[str]:
+    """The tools a person owns (``by: human``): they need no callable, a person answers."""
+    return {name for name, tool in problem.tools.items() if tool.by == "human"}
 
 
 def clock_for(simulate: bool, offset: float) -> Clock:
@@ -123,7 +129,7 @@ def start_run(
         tools = tool_table(problem, plan, tools_spec, simulate, rates, options.seed, filling)
     else:
         tools = tools if simulate else bind_htn_tools(problem, tools, filling)
-        missing = sorted({t.tool for t in plan.tasks if t.tool not in tools})
+        missing = sorted({t.tool for t in plan.tasks if t.tool not in tools} - people_own(problem))
         if missing:
             raise ToolError(f"no callable for {', '.join(missing)}")
     make_folder(out_dir)
@@ -218,13 +224,22 @@ def resume_run(
     hook: Hook | None = None,
     tools: Mapping[str, ToolFn] | None = None,
     arg_filler: ArgFiller | None = None,
+    wait: float | None = None,
+    scopes: tuple[str, ...] | None = None,
 ) -> Executor:
     """The run in ``run_dir``, continued where it stopped (``tools``, ``arg_filler``: as for
-    :func:`start_run`)."""
+    :func:`start_run`; ``wait``: the seconds this session waits for a person, instead of the
+    run's; ``scopes``: the scopes the run is granted from now on, kept in the journal: writes and
+    approvals are authorized again when they are dispatched)."""
     journal, meta, problem = read_run(run_dir)
+    if scopes is not None and scopes != problem.scopes:
+        problem = replace(problem, scopes=scopes)
+        journal.write((), (), {"problem": problem_to_dict(problem)})
     filling = filling_for(problem, run_dir, arg_filler, journal)
     try:
         options = ExecuteOptions(**meta["options"])
+        if wait is not None:
+            options = replace(options, wait=wait)
     except (TypeError, ValueError) as exc:
         raise JournalError(f"{run_dir / JOURNAL}: options not understood ({exc})") from None
     journal.db.execute(f"PRAGMA synchronous={options.journal_sync}")
@@ -235,7 +250,7 @@ def resume_run(
         tools = simulated_tools(problem, meta.get("fail") or {}, options.seed)
     elif tools is None:
         tools = bind_htn_tools(problem, load_tools(meta.get("tools"), problem.tools), filling)
-        missing = sorted(t for t in plan_tools if t not in tools)
+        missing = sorted(t for t in plan_tools - people_own(problem) if t not in tools)
         if missing:
             raise ToolError(f"--tools {meta.get('tools')}: no callable for {', '.join(missing)}")
     else:

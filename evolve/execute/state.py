@@ -14,6 +14,8 @@ from typing import Any, assert_never
 
 from evolve.execute.journal import Journal, JournalError
 from evolve.execute.records import (
+    Asked,
+    Decided,
     Dispatched,
     Record,
     ReplanAsked,
@@ -47,6 +49,20 @@ class RunState:
     signatures: set[str] = field(default_factory=set)
     calls: int = 0
     replans: int = 0
+    asked: dict[int, Asked] = field(default_factory=dict)
+    """Every ask of a person, by ``ask_id``."""
+    latest: dict[str, int] = field(default_factory=dict)
+    """Each task's latest ask."""
+    decided: dict[int, Decided] = field(default_factory=dict)
+    """The decisions people made, by ``ask_id``."""
+    rejected: dict[str, int] = field(default_factory=dict)
+    """The hash of every write a person rejected, and the ask that rejected it: final, for any
+    approval (see :mod:`evolve.execute.approvals`)."""
+
+    def ask(self, tid: str) -> Asked | None:
+        """The latest ask of ``tid`` (``None``: it never waited for a person)."""
+        ask_id = self.latest.get(tid)
+        return None if ask_id is None else self.asked[ask_id]
 
     @property
     def steps(self) -> int:
@@ -84,6 +100,16 @@ class RunState:
             self.replan = record.reason
         elif isinstance(record, ReplanTried):
             self.replans = max(self.replans, record.revision)
+        elif isinstance(record, Asked):
+            self.status[record.task_id] = "waiting"
+            self.retry_at.pop(record.task_id, None)
+            self.asked[record.ask_id] = record
+            self.latest[record.task_id] = record.ask_id
+        elif isinstance(record, Decided):
+            self.decided[record.ask_id] = record
+            if record.verdict == "rejected":
+                for write in (self.asked[record.ask_id].action or {}).get("writes", ()):
+                    self.rejected.setdefault(write["hash"], record.ask_id)
         elif isinstance(record, Revised):
             for tid in record.invalidated:
                 self.status[tid] = "invalidated"
@@ -109,7 +135,8 @@ class RunState:
 
 def recorded(journal: Journal) -> list[Record]:
     """The journal's rows as the records that made them: each revision, each dispatch record,
-    each task's last settle (its row), the last replan tried and the replan request standing."""
+    each ask of a person and its decision, each task's last settle (its row), the last replan
+    tried and the replan request standing."""
     revisions = journal.revisions()
     if not revisions:
         raise JournalError(f"{journal.path}: the run never committed a plan; start it again")
@@ -128,6 +155,12 @@ def recorded(journal: Journal) -> list[Record]:
                 call.call_id, call.task_id, call.attempt, call.tool, call.risk, call.idempotency_key, "", 0.0
             )
         )
+    asked, decided = journal.asks()
+    by_ask = {d.ask_id: d for d in decided}
+    for ask in asked:
+        records.append(ask)
+        if ask.ask_id in by_ask:
+            records.append(by_ask[ask.ask_id])
     records.extend(settled(row) for row in journal.tasks().values())
     meta = journal.meta()
     records.append(ReplanTried(int(meta.get("replan_tried") or 0)))

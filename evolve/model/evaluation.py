@@ -39,18 +39,30 @@ Resolver = Callable[[Ref, tuple[str, ...]], Any]
 """``resolve(ref, path)``: the value of ``$task.output.path...``; raises ``KeyError`` when unknown."""
 
 
-def evaluate(expr: Expression, resolve: Resolver) -> Any:
-    """The value of ``expr`` with references looked up through ``resolve``.
+StatusOf = Callable[[str], str]
+"""``status(task_id)``: a task's status in a run (``failed($t9)``, ``status($t9)`` read it)."""
+
+FAILED = ("failed", "unknown")
+"""The statuses ``failed($t)`` is true of: the task ended without its outputs."""
+
+
+def no_status(task_id: str) -> str:
+    raise ExpressionError(f"status(${task_id}): task statuses are known only in a run")
+
+
+def evaluate(expr: Expression, resolve: Resolver, status: StatusOf = no_status) -> Any:
+    """The value of ``expr`` with references looked up through ``resolve`` (and task statuses
+    through ``status``).
 
     :class:`UnknownReference` (an :class:`ExpressionError`) when ``resolve`` raises ``KeyError``;
     :class:`ExpressionError` on a type error such as ``'abc' > 1``.
     """
-    return Evaluator(expr.text, resolve).run(expr.tree)
+    return Evaluator(expr.text, resolve, status).run(expr.tree)
 
 
-def holds(expr: Expression, resolve: Resolver) -> bool:
+def holds(expr: Expression, resolve: Resolver, status: StatusOf = no_status) -> bool:
     """Whether ``expr`` is true by :func:`truthy` (what ``when`` and ``assumes`` ask)."""
-    return truthy(evaluate(expr, resolve))
+    return truthy(evaluate(expr, resolve, status))
 
 
 def truthy(value: Any) -> bool:
@@ -137,10 +149,24 @@ def resolver(facts: Mapping[str, Any], outputs: Mapping[str, Mapping[str, Any]])
     return resolve
 
 
+def inputs_resolver(inputs: Mapping[str, Any]) -> Resolver:
+    """A :data:`Resolver` over one task's bound ``inputs``, as a threshold reads them:
+    ``$amount`` is the input ``amount``, ``$decision.refund_inr`` the key ``refund_inr`` of the
+    input ``decision`` (deeper keys walk on)."""
+
+    def resolve(ref: Ref, path: tuple[str, ...]) -> Any:
+        if ref.task is None:
+            return walk(inputs[ref.fact], path, str(ref))
+        return walk(inputs[ref.task], (ref.fact, *path), str(ref))
+
+    return resolve
+
+
 class Evaluator:
-    def __init__(self, text: str, resolve: Resolver) -> None:
+    def __init__(self, text: str, resolve: Resolver, status: StatusOf = no_status) -> None:
         self.text = text
         self.resolve = resolve
+        self.status = status
 
     def fail(self, reason: str) -> ExpressionError:
         return ExpressionError(f"{reason} (in {quoted(self.text)})")
@@ -175,6 +201,10 @@ class Evaluator:
 
     def call(self, node: Call) -> Any:
         arg = node.args[0]
+        if node.name in ("failed", "status"):
+            assert isinstance(arg, Reference)  # the parser allows nothing else
+            found = self.status(arg.ref.fact)
+            return found in FAILED if node.name == "failed" else found
         if node.name == "exists":
             assert isinstance(arg, Reference)  # the parser allows nothing else
             try:

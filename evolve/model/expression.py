@@ -19,7 +19,9 @@ The language::
                 | "[" [expr ("," expr)*] "]" | NAME "(" [expr ("," expr)*] ")" | "(" expr ")"
 
 ``REF`` is ``$fact``, ``$task.output`` or ``$task.output.key.sub`` (the deeper keys walk into
-the output's value). Functions: ``len(x)`` and ``exists(REF)``. Comparisons do not chain
+the output's value). Functions: ``len(x)``, ``exists(REF)``, and the status tests ``failed($t9)``
+(the task failed for good, or its write is ``unknown``) and ``status($t9)`` (its status as text:
+``"done"``, ``"failed"``, ...), whose argument names a task, not a fact. Comparisons do not chain
 (``1 < $x < 3`` is an error: write ``1 < $x and $x < 3``). Types are strict: ``true`` is not
 ``1``, and ordering compares only numbers with numbers and strings with strings.
 """
@@ -113,11 +115,15 @@ class Expression:
     refs: tuple[Ref, ...]
     tree: Node = field(compare=False, repr=False, hash=False, default=Literal(True))
 
+    tested: tuple[str, ...] = ()
+    """The tasks whose status it tests (``failed($t9)``, ``status($t9)``)."""
+
     def __str__(self) -> str:
         return self.text
 
 
-FUNCTIONS = ("len", "exists")
+STATUS_FUNCTIONS = ("failed", "status")
+FUNCTIONS = ("len", "exists", *STATUS_FUNCTIONS)
 KEYWORDS = ("and", "or", "not", "in", "true", "false", "null")
 COMPARISONS = ("==", "!=", "<=", ">=", "<", ">")
 
@@ -228,6 +234,7 @@ class Parser:
         self.depth = 0
         self.max_depth = max_depth
         self.refs: list[Ref] = []
+        self.tested: list[str] = []
 
     def peek(self) -> Token:
         return self.tokens[self.at]
@@ -368,6 +375,12 @@ class Parser:
                 raise self.fail(f"{word}() takes one argument, got {len(args)}", token)
             if word == "exists" and not isinstance(args[0], Reference):
                 raise self.fail("exists() takes a reference such as $t1.output", token)
+            if word in STATUS_FUNCTIONS:
+                arg = args[0]
+                if not isinstance(arg, Reference) or arg.ref.task is not None or arg.path:
+                    raise self.fail(f"{word}() takes a task such as $t9", token)
+                self.refs.remove(arg.ref)  # it names a task: no fact is read
+                self.tested.append(arg.ref.fact)
             return Call(word, args)
         if word in KEYWORDS:
             raise self.fail(f"expected a value, got {word!r}", token)
@@ -422,7 +435,7 @@ def parse_uncached(text: str, max_length: int, max_depth: int) -> Expression:
         raise ExpressionError(f"condition is {len(text)} characters long, more than {max_length}")
     parser = Parser(text, tokenize(text), max_depth)
     tree = parser.parse()
-    return Expression(text=text, refs=tuple(parser.refs), tree=tree)
+    return Expression(text=text, refs=tuple(parser.refs), tree=tree, tested=tuple(parser.tested))
 
 
 # -- writing a tree back ------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import yaml
 
 from evolve.defaults import ON_FAILURE, ON_FAILURE_POLICIES, RETRIES
 from evolve.model.errors import InputError
+from evolve.model.expression import ExpressionError, parse_expression
 from evolve.model.limits import (
     DEPTH_PROBLEM,
     MAX_DEPTH,
@@ -35,7 +36,7 @@ from evolve.model.limits import (
     tree_problem,
 )
 from evolve.model.plan import Plan, Task
-from evolve.model.problem import RISKS, Limits, Policy, Problem, Risk, Tool
+from evolve.model.problem import BY, RISKS, By, Limits, Policy, Problem, Risk, Tool
 from evolve.model.validate import validate
 
 T = TypeVar("T")
@@ -45,13 +46,15 @@ PROBLEM_KEYS = (
     "resources", "policy", "tools", "template",
 )
 TOOL_KEYS = (
-    "scope", "duration", "inputs", "outputs", "risk", "cost", "uses", "llm_calls", "description",
+    "scope", "duration", "inputs", "outputs", "risk", "cost", "uses", "llm_calls", "description", "by",
+    "writes",
 )
 TASK_KEYS = (
     "id", "tool", "deps", "inputs", "outputs", "when", "idempotency_key", "name",
     "assumes", "on_failure", "retries", "timeout", "evidence", "proof",
 )
-POLICY_KEYS = ("write_requires_approval", "require_evidence")
+LIMIT_KEYS = ("max_parallel", "max_tasks", "deadline_s", "max_llm_calls")
+POLICY_KEYS = ("write_requires_approval", "require_evidence", "approval_required")
 PLAN_KEYS = ("tasks", "priority", "schedule")
 TEMPLATE_RULES = frozenset({
     "unique-id", "dep-exists", "no-cycle", "tool-registered", "scope-granted", "ref-initial",
@@ -321,11 +324,13 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
     if not tools:
         raise r.fail("tools", "the catalog is empty")
 
-    limits_doc: dict[str, Any] = r.optional(
-        doc, "limits", "", lambda v, p: r.mapping(v, p, ("max_parallel", "max_tasks")), {})
+    limits_doc: dict[str, Any] = r.optional(doc, "limits", "", lambda v, p: r.mapping(v, p, LIMIT_KEYS), {})
     limits = Limits(
         max_parallel=r.optional(limits_doc, "max_parallel", "limits", lambda v, p: r.integer(v, p, 1), None),
         max_tasks=r.optional(limits_doc, "max_tasks", "limits", lambda v, p: r.integer(v, p, 1), None),
+        deadline_s=r.optional(limits_doc, "deadline_s", "limits", r.number, None),
+        max_llm_calls=r.optional(limits_doc, "max_llm_calls", "limits", lambda v, p: r.integer(v, p, 0),
+                                 None),
     )
     resources_doc: dict[str, Any] = r.optional(doc, "resources", "", lambda v, p: r.mapping(v, p, None), {})
     resources = {
@@ -337,6 +342,7 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
     policy = Policy(
         write_requires_approval=r.optional(policy_doc, "write_requires_approval", "policy", r.boolean, False),
         require_evidence=r.optional(policy_doc, "require_evidence", "policy", r.boolean, False),
+        approval_required=read_thresholds(r, policy_doc, tools),
     )
     for tool in tools.values():
         for res, amount in tool.uses.items():
@@ -372,6 +378,27 @@ def problem_from_dict(data: object, source: str = "<problem>") -> Problem:
     return problem
 
 
+def read_thresholds(
+    r: Reader, policy_doc: Mapping[str, Any], tools: Mapping[str, Tool]
+) -> tuple[tuple[str, str], ...]:
+    """``policy.approval_required``: write tool -> a condition over its bound inputs."""
+    doc: dict[str, Any] = r.optional(
+        policy_doc, "approval_required", "policy", lambda v, p: r.mapping(v, p, None), {})
+    found = []
+    for name, condition in doc.items():
+        path = f"policy.approval_required.{name}"
+        tool = tools.get(name)
+        if tool is None or tool.risk != "write":
+            raise r.fail(path, "not a write tool of the catalog")
+        text = r.text(condition, path)
+        try:
+            parse_expression(text)
+        except ExpressionError as exc:
+            raise r.fail(path, str(exc)) from None
+        found.append((name, text))
+    return tuple(found)
+
+
 def read_tool(r: Reader, name: str, spec: object) -> Tool:
     path = f"tools.{name}"
     doc = r.mapping(spec, path, TOOL_KEYS)
@@ -383,6 +410,12 @@ def read_tool(r: Reader, name: str, spec: object) -> Tool:
             if value == known:
                 return known
         raise r.fail(p, f"expected one of {', '.join(RISKS)}, got {describe(value)}")
+
+    def by(value: object, p: str) -> By:
+        for known in BY:
+            if value == known:
+                return known
+        raise r.fail(p, f"expected one of {', '.join(BY)}, got {describe(value)}")
 
     uses_doc: dict[str, Any] = r.optional(doc, "uses", path, lambda v, p: r.mapping(v, p, None), {})
     return Tool(
@@ -396,6 +429,8 @@ def read_tool(r: Reader, name: str, spec: object) -> Tool:
         uses={k: r.number(v, f"{path}.uses.{k}") for k, v in uses_doc.items()},
         llm_calls=r.optional(doc, "llm_calls", path, lambda v, p: r.integer(v, p, 0), 0),
         description=r.optional(doc, "description", path, r.text, ""),
+        by=r.optional(doc, "by", path, by, "tool"),
+        writes=r.optional(doc, "writes", path, r.text, None),
     )
 
 
@@ -450,7 +485,8 @@ def problem_to_dict(problem: Problem) -> dict[str, Any]:
             "scope": tool.scope, "inputs": list(tool.inputs), "outputs": list(tool.outputs),
             "risk": tool.risk if tool.risk != "read" else None, "cost": tool.cost or None,
             "uses": dict(tool.uses), "llm_calls": tool.llm_calls or None,
-            "description": tool.description or None,
+            "description": tool.description or None, "by": tool.by if tool.by != "tool" else None,
+            "writes": tool.writes,
         }
         spec.update({k: v for k, v in optional.items() if v})
         tools[tool.name] = spec
@@ -462,13 +498,19 @@ def problem_to_dict(problem: Problem) -> dict[str, Any]:
     if problem.scopes is not None:
         doc["scopes"] = list(problem.scopes)
     limits = {k: v for k, v in (("max_parallel", problem.limits.max_parallel),
-                                ("max_tasks", problem.limits.max_tasks)) if v is not None}
+                                ("max_tasks", problem.limits.max_tasks),
+                                ("deadline_s", problem.limits.deadline_s),
+                                ("max_llm_calls", problem.limits.max_llm_calls)) if v is not None}
     if limits:
         doc["limits"] = limits
     if problem.resources:
         doc["resources"] = dict(problem.resources)
-    policy = {k: True for k, v in (("write_requires_approval", problem.policy.write_requires_approval),
-                                   ("require_evidence", problem.policy.require_evidence)) if v}
+    flags = (("write_requires_approval", problem.policy.write_requires_approval),
+             ("require_evidence", problem.policy.require_evidence))
+    policy: dict[str, Any] = {k: True for k, v in flags if v}
+    thresholds: dict[str, Any] = dict(problem.policy.approval_required)
+    if thresholds:
+        policy["approval_required"] = thresholds
     if policy:
         doc["policy"] = policy
     doc["tools"] = tools

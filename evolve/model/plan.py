@@ -55,10 +55,21 @@ def parse_ref_text(value: str) -> Ref:
     return Ref(task=head, fact=tail)
 
 
+STATUS_TEST = re.compile(r"\b(?:failed|status)\(\s*\$([A-Za-z_][\w\-:]*)\s*\)")
+"""A test of a task's status in a condition: ``failed($t9)``, ``status($t9)`` (it names a task,
+and reads none of its outputs)."""
+
+
+def tested_in_text(text: str) -> list[str]:
+    """The tasks whose status a condition tests (``failed($t9)``, ``status($t9) == 'done'``)."""
+    return [match.group(1) for match in STATUS_TEST.finditer(text)]
+
+
 def refs_in_text(text: str) -> list[Ref]:
-    """Every reference inside a ``when`` expression such as ``$t5.decision.amount > 1000``."""
+    """Every reference inside a ``when`` expression such as ``$t5.decision.amount > 1000`` (a
+    status test names a task, not a fact: it is in :func:`tested_in_text`)."""
     found = []
-    for match in REF.finditer(text):
+    for match in REF.finditer(STATUS_TEST.sub(" ", text)):
         head, tail, _ = match.groups()
         found.append(Ref(task=None, fact=head) if tail is None else Ref(task=head, fact=tail))
     return found
@@ -221,4 +232,5 @@ def task_refs_deps(inputs: Mapping[str, Any], when: str | None = None,
     """The upstream task ids that ``inputs`` (and ``when`` and ``assumes``) read, in first-seen
     order."""
     refs = read_refs(inputs, when, assumes)
-    return tuple(dict.fromkeys(ref.task for ref in refs if ref.task is not None))
+    tested = [tid for text in (when or "", *assumes) for tid in tested_in_text(text)]
+    return tuple(dict.fromkeys([*(ref.task for ref in refs if ref.task is not None), *tested]))

@@ -13,6 +13,9 @@ from typing import Any, Literal, TypeVar
 
 Risk = Literal["read", "write", "approval"]
 RISKS: tuple[Risk, ...] = ("read", "write", "approval")
+By = Literal["tool", "human"]
+BY: tuple[By, ...] = ("tool", "human")
+"""Who does a tool's work: its callable, or a person (the run waits for their decision or answer)."""
 
 T = TypeVar("T")
 
@@ -34,6 +37,11 @@ class Tool:
     uses: Mapping[str, float] = field(default_factory=dict)
     llm_calls: int = 0
     description: str = ""
+    by: By = "tool"
+    writes: str | None = None
+    """The object a write tool writes, a template over its inputs (``"order:$order_id"``): two
+    tasks that may write the same object must be ordered by an edge (validator rule
+    ``write-order``)."""
 
     def __hash__(self) -> int:
         return hash((self.name, self.duration, self.inputs, self.outputs, self.scope, self.risk))
@@ -45,6 +53,11 @@ class Limits:
 
     max_parallel: int | None = None
     max_tasks: int | None = None
+    deadline_s: float | None = None
+    """Seconds of wall clock a run of a plan may take (``evolve execute`` stops with the reason
+    ``deadline``; whether waiting for people counts is the run's option)."""
+    max_llm_calls: int | None = None
+    """Model calls a run of a plan may make through its tools' ``llm_calls`` (reason ``llm_budget``)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,15 @@ class Policy:
     write_requires_approval: bool = False
     require_evidence: bool = False
     """Every task must cite repository ``evidence`` and give a ``proof`` command (evidence plans)."""
+    approval_required: tuple[tuple[str, str], ...] = ()
+    """Thresholds: (write tool, condition over its bound inputs) pairs, e.g.
+    ``("payments.issue_refund", "$decision.refund_inr > 1000")``: where the condition can hold
+    the write needs an approval upstream (the validator), and the executor checks it again at
+    dispatch with the actual values."""
+
+    def threshold(self, tool: str) -> str | None:
+        """The condition under which a call of ``tool`` needs an approval (``None``: none)."""
+        return next((cond for name, cond in self.approval_required if name == tool), None)
 
 
 @dataclass(frozen=True)

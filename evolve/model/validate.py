@@ -6,13 +6,15 @@ needs to know *how* wrong a candidate is, and a person needs every fix at once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from evolve.model.evaluation import holds, inputs_resolver
 from evolve.model.expression import ExpressionError, parse_expression
-from evolve.model.graph import find_cycle, successors, topological_order
-from evolve.model.plan import Plan, Task, parse_ref
+from evolve.model.graph import find_cycle, successors, topological_order, upstream
+from evolve.model.plan import REF, Plan, Task, parse_ref, tested_in_text
 from evolve.model.problem import Problem
 
 
@@ -51,6 +53,7 @@ def validate(problem: Problem, plan: Plan) -> list[PlanError]:
         errors += check_conditions(task)
         errors += check_evidence(problem, task)
     errors += check_policy(problem, plan, tasks)
+    errors += check_write_order(problem, plan, tasks)
     errors += check_limits(problem, plan)
     errors += check_template(problem, tasks)
     errors += check_priority(plan, tasks)
@@ -117,6 +120,12 @@ def check_task(problem: Problem, task: Task, tasks: dict[str, Task]) -> Iterable
         if tool.risk == "write" and not task.idempotency_key:
             yield PlanError("idempotency-key", f"write task ({tool.name}) has no idempotency_key", task.id)
     initial = problem.initial_set()
+    for tested in (tid for text in (task.when or "", *task.assumes) for tid in tested_in_text(text)):
+        if tested not in tasks:
+            yield PlanError("ref-task", f"failed/status(${tested}) tests missing task {tested!r}", task.id)
+        elif tested not in task.deps:
+            yield PlanError("ref-dep", f"failed/status(${tested}) tests {tested}, which is not among "
+                            "its deps", task.id)
     for ref in task.refs():
         if ref.task is None:
             if ref.fact not in initial:
@@ -172,16 +181,72 @@ def produced_by(problem: Problem, task: Task) -> tuple[str, ...] | None:
 
 
 def check_policy(problem: Problem, plan: Plan, tasks: dict[str, Task]) -> Iterable[PlanError]:
-    if not problem.policy.write_requires_approval:
+    if not problem.policy.write_requires_approval and not problem.policy.approval_required:
         return
     deps = {tid: [d for d in t.deps if d in tasks] for tid, t in tasks.items()}
     approved = approved_tasks(problem, tasks, deps)
     for task in plan.tasks:
         tool = problem.tools.get(task.tool)
-        if tool is None or tool.risk != "write":
+        if tool is None or tool.risk != "write" or task.id in approved:
             continue
-        if task.id not in approved:
+        if problem.policy.write_requires_approval:
             yield PlanError("write-approval", "write task does not depend on an approval task", task.id)
+            continue
+        condition = problem.policy.threshold(tool.name)
+        if condition is not None and threshold_can_hold(condition, task.inputs):
+            yield PlanError("approval-threshold", f"{tool.name} needs an approval where {condition} "
+                            "can hold, and no approval task is upstream", task.id)
+
+
+def threshold_can_hold(condition: str, inputs: Mapping[str, Any]) -> bool:
+    """Whether a threshold may hold for a task whose inputs are known only as the plan binds
+    them: it can unless it is false on the task's literal inputs (a reference is unknown)."""
+    literal = {key: value for key, value in inputs.items() if parse_ref(value) is None}
+    try:
+        return holds(parse_expression(condition), inputs_resolver(literal))
+    except ExpressionError:
+        return True
+
+
+def written_object(problem: Problem, task: Task) -> str | None:
+    """The object ``task`` writes (its tool's ``writes`` with each ``$input`` replaced by the
+    task's binding of it), or ``None``."""
+    tool = problem.tools.get(task.tool)
+    if tool is None or tool.risk != "write" or tool.writes is None:
+        return None
+    def bound(match: re.Match[str]) -> str:
+        if match.group(2) is not None:
+            return match.group(0)
+        return str(task.inputs.get(match.group(1), match.group(0)))
+
+    return REF.sub(bound, tool.writes)
+
+
+def may_collide(a: str, b: str) -> bool:
+    """Whether two written objects may be the same at run time: equal, or equal up to the
+    first reference either holds (a reference can take any value)."""
+    if a == b:
+        return True
+    cut_a, cut_b = a.find("$"), b.find("$")
+    if cut_a < 0 and cut_b < 0:
+        return False
+    cut = min(c for c in (cut_a, cut_b) if c >= 0)
+    return a[:cut] == b[:cut]
+
+
+def check_write_order(problem: Problem, plan: Plan, tasks: dict[str, Task]) -> Iterable[PlanError]:
+    """Two tasks that may write the same object are ordered by an edge (rule ``write-order``):
+    otherwise they may run at once, and which write stands is a race."""
+    writers = [(t, obj) for t in plan.tasks if (obj := written_object(problem, t)) is not None]
+    if len(writers) < 2:
+        return
+    deps = {tid: [d for d in t.deps if d in tasks] for tid, t in tasks.items()}
+    for i, (first, obj) in enumerate(writers):
+        for second, other in writers[i + 1:]:
+            if may_collide(obj, other) and first.id not in upstream(second.id, deps) \
+                    and second.id not in upstream(first.id, deps):
+                yield PlanError("write-order", f"may write {other} as {first.id} does ({obj}), and no "
+                                "edge orders them", second.id)
 
 
 def approved_tasks(problem: Problem, tasks: Mapping[str, Task],

@@ -1,0 +1,158 @@
+"""``evolve pending``, ``approve``, ``reject``, ``answer``: a person's part in a run of a plan.
+
+A run that needs a person stops with ``status: waiting`` (exit 4). These commands read its
+journal, say what it waits for, and commit a decision in one transaction; ``evolve execute
+--resume DIR`` then goes on from it. Bad input (an unknown task, one not waiting, an old action
+hash, a malformed answer, a run folder of another version) is one line on stderr, exit 2, and
+nothing is written.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from evolve.cli.common import friendly
+from evolve.cli.options import Decorator
+from evolve.execute.people import DecisionError, commit_decision, decision, pending
+from evolve.execute.records import Verdict
+from evolve.execute.session import read_run
+from evolve.execute.state import RunState
+from evolve.model.errors import EvolveError
+
+RUN_DIR = click.argument("run_dir", type=click.Path(file_okay=False))
+TASK = click.argument("task_id")
+
+
+def describe(item: dict[str, Any]) -> list[str]:
+    """One pending item in a few lines: the task, the tool, since when, the exact action."""
+    head = f"{item['task']:<6} {item['tool']}  {item['kind']}  since {item['since']}"
+    if item["kind"] != "approval":
+        return [head]
+    lines = [f"{head}  action {item['action_hash'][:12]}"]
+    for write in item["action"]["writes"]:
+        inputs = json.dumps(write["inputs"], sort_keys=True, default=str)
+        lines.append(f"    approves {write['task']} {write['tool']} {inputs}")
+    if not item["action"]["writes"]:
+        lines.append("    approves no write (none is downstream of it)")
+    return lines
+
+
+@click.command(name="pending")
+@RUN_DIR
+@click.option("--json", "as_json", is_flag=True, help="Print the pending items as JSON.")
+@friendly
+def pending_command(run_dir: str, as_json: bool) -> None:
+    """What the run in RUN_DIR waits for: each task, its tool, the exact action, since when."""
+    journal, _, _ = read_run(Path(run_dir))
+    try:
+        items = pending(RunState.restore(journal))
+    finally:
+        journal.close()
+    if as_json:
+        click.echo(json.dumps(items, indent=2, default=str))
+        return
+    if not items:
+        click.echo("nothing pending")
+    for item in items:
+        for line in describe(item):
+            click.echo(line)
+
+
+def decide(
+    run_dir: str,
+    task_id: str,
+    verdict: Verdict,
+    *,
+    by: str | None,
+    note: str | None,
+    action: str | None = None,
+    outputs: Any = None,
+) -> None:
+    """Check a decision against the run and commit it (one transaction), or say why not."""
+    folder = Path(run_dir)
+    journal, _, problem = read_run(folder)
+    try:
+        state = RunState.restore(journal)
+        who = by or getpass.getuser()
+        made = decision(
+            state, problem, str(folder), task_id, verdict, by=who, at=time.time(), note=note,
+            action=action, outputs=outputs,
+        )
+        events = journal.events()
+        commit_decision(journal, made, float(events[-1].get("time", 0.0)) if events else 0.0)
+    finally:
+        journal.close()
+    digest = f" (action {made.action_hash[:12]})" if made.action_hash else ""
+    click.echo(f"{task_id} {verdict} by {who}{digest}; go on with: evolve execute --resume {run_dir}")
+
+
+def who(verb: str) -> Decorator:
+    return click.option("--as", "by", default=None, help=f"Who {verb} (default: the user name).")
+
+
+def verdict_command(name: str, verdict: Verdict, verb: str, note: Decorator, doc: str) -> click.Command:
+    """``approve`` or ``reject``: the same arguments, a verdict of their own."""
+
+    @click.command(name=name, help=doc)
+    @RUN_DIR
+    @TASK
+    @who(verb)
+    @note
+    @click.option("--action", default=None, metavar="HASH",
+                  help="The action hash decided on (or a prefix of 8+); refused if it is no longer pending.")
+    @friendly
+    def command(run_dir: str, task_id: str, by: str | None, note: str | None, action: str | None) -> None:
+        decide(run_dir, task_id, verdict, by=by, note=note, action=action)
+
+    return command
+
+
+approve = verdict_command(
+    "approve", "approved", "approves",
+    click.option("--note", default=None, help="Why, for the journal and the report."),
+    "Approve the action TASK_ID of the run in RUN_DIR waits for.",
+)
+reject = verdict_command(
+    "reject", "rejected", "rejects",
+    click.option("--note", required=True, help="Why (required)."),
+    "Reject the action TASK_ID waits for: the approval fails under its on_failure, and that "
+    "action (the same writes, the same inputs) never runs in this run.",
+)
+
+
+def read_output(text: str) -> Any:
+    """``--output``: a JSON file, or JSON text."""
+    path = Path(text)
+    source = f"--output {text}"
+    try:
+        if text.endswith(".json") or path.is_file():
+            return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(text)
+    except OSError as exc:
+        raise DecisionError(f"{source}: cannot be read ({exc.strerror})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DecisionError(f"--output: not JSON ({exc})") from None
+    except RecursionError:
+        raise EvolveError("--output: nested too deeply") from None
+
+
+@click.command(name="answer")
+@RUN_DIR
+@TASK
+@click.option("--output", "output", required=True, metavar="FILE.json|JSON",
+              help="The task's outputs: a JSON object with each output its tool declares.")
+@who("answers")
+@click.option("--note", default=None, help="A note for the journal and the report.")
+@friendly
+def answer(run_dir: str, task_id: str, output: str, by: str | None, note: str | None) -> None:
+    """Give the outputs of TASK_ID, a task a person owns (checked against its tool's outputs)."""
+    decide(run_dir, task_id, "answered", by=by, note=note, outputs=read_output(output))
+
+
+COMMANDS = (pending_command, approve, reject, answer)

@@ -1,0 +1,189 @@
+"""People in the loop, the journal's side: what a run waits for, and a person's decision on it.
+
+A task whose tool a person owns (``by: human`` in the catalog) does not call anything: the run
+journals an :class:`~evolve.execute.records.Asked` and stops with ``status: waiting`` (exit 4).
+``evolve approve``, ``reject`` and ``answer`` check the decision here (:func:`decision`) and
+commit it as one :class:`~evolve.execute.records.Decided` record; the next session of the run
+settles the task from it (:mod:`evolve.execute.approvals`). Everything here reads the journal or
+the state folded from it; nothing calls a tool.
+
+An approval approves an exact *action*: the writes downstream of it, each a tool and its bound
+inputs, hashed (:func:`write_hash`). A write runs only on an approval of its own hash, and a
+rejected hash is final: no later approval, a person's or an automatic one, lets it run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from evolve.execute.journal import Journal, dumps
+from evolve.execute.records import Asked, Decided, Verdict
+from evolve.execute.state import RunState
+from evolve.model.errors import EvolveError
+from evolve.model.problem import Problem
+
+HASH_PREFIX = 8
+"""The shortest prefix of an action hash ``evolve approve --action`` accepts."""
+
+
+class DecisionError(EvolveError):
+    """A decision that cannot be taken: names the run, the task and why (nothing is written)."""
+
+
+def write_hash(tool: str, inputs: Mapping[str, Any]) -> str:
+    """The hash of one write: its tool and its bound inputs (the same write, the same hash)."""
+    return hashlib.sha256(dumps({"tool": tool, "inputs": dict(inputs)}).encode()).hexdigest()
+
+
+def action_hash(writes: Sequence[Mapping[str, Any]]) -> str:
+    """The hash of an approval's action: the hashes of its writes, in any order."""
+    return hashlib.sha256(dumps(sorted(w["hash"] for w in writes)).encode()).hexdigest()
+
+
+def iso(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+
+
+def pending(state: RunState) -> list[dict[str, Any]]:
+    """What the run waits for: each waiting task's open ask (task, tool, the exact action, since
+    when), in the order they were asked."""
+    items = []
+    for tid, ask_id in state.latest.items():
+        ask = state.asked[ask_id]
+        if state.status.get(tid) != "waiting" or ask_id in state.decided:
+            continue
+        items.append(
+            {
+                "task": tid,
+                "tool": ask.tool,
+                "kind": ask.kind,
+                "action": ask.action,
+                "action_hash": ask.action_hash,
+                "since": iso(ask.since_wall),
+                "ask": ask_id,
+            }
+        )
+    return sorted(items, key=lambda item: int(item["ask"]))
+
+
+def decisions(state: RunState) -> list[dict[str, Any]]:
+    """Who decided what, when, on which action, and how long the run waited for it."""
+    out = []
+    for ask_id, made in sorted(state.decided.items()):
+        ask = state.asked[ask_id]
+        out.append(
+            {
+                "task": made.task_id,
+                "tool": ask.tool,
+                "verdict": made.verdict,
+                "by": made.by,
+                "at": iso(made.at),
+                "note": made.note,
+                "action_hash": made.action_hash,
+                "writes": [
+                    {"tool": w["tool"], "inputs": w["inputs"]} for w in (ask.action or {}).get("writes", ())
+                ],
+                "waited_s": round(max(0.0, made.at - ask.since_wall), 3),
+            }
+        )
+    return out
+
+
+def waited(state: RunState, now_wall: float) -> float:
+    """Seconds the run waited for people: each ask from when it was made to its decision (or to
+    ``now_wall``, for one still open)."""
+    total = 0.0
+    for ask_id, ask in state.asked.items():
+        made = state.decided.get(ask_id)
+        total += max(0.0, (made.at if made else now_wall) - ask.since_wall)
+    return round(total, 3)
+
+
+def open_ask(state: RunState, run: str, task_id: str) -> Asked:
+    """The ask ``task_id`` waits on, or why there is none."""
+    if task_id not in state.status:
+        raise DecisionError(f"{run}: no task {task_id!r} in this run")
+    ask = state.ask(task_id)
+    if ask is None or state.status.get(task_id) != "waiting":
+        raise DecisionError(
+            f"{run}: {task_id} is not waiting for a person (its status is {state.status[task_id]})"
+        )
+    if ask.ask_id in state.decided:
+        made = state.decided[ask.ask_id]
+        raise DecisionError(f"{run}: {task_id} was {made.verdict} by {made.by} already; resume the run")
+    return ask
+
+
+def decision(
+    state: RunState,
+    problem: Problem,
+    run: str,
+    task_id: str,
+    verdict: Verdict,
+    *,
+    by: str,
+    at: float,
+    note: str | None = None,
+    action: str | None = None,
+    outputs: Mapping[str, Any] | None = None,
+) -> Decided:
+    """The record of a person's decision on ``task_id``, checked against what the run waits for:
+    an approval is approved or rejected (``action``, when given, must be the pending action's
+    hash or a prefix of it: an old hash is refused), an answer gives the tool's declared outputs."""
+    ask = open_ask(state, run, task_id)
+    if verdict == "answered" and ask.kind != "answer":
+        raise DecisionError(f"{run}: {task_id} waits for an approval: use evolve approve or reject")
+    if verdict != "answered" and ask.kind != "approval":
+        raise DecisionError(f"{run}: {task_id} waits for its outputs: use evolve answer")
+    if action is not None:
+        pending_hash = ask.action_hash or ""
+        if len(action) < HASH_PREFIX or not pending_hash.startswith(action):
+            raise DecisionError(
+                f"{run}: {task_id}: --action {action} is not the action pending ({pending_hash[:12]}); "
+                "the plan changed what it approves (see evolve pending)"
+            )
+    if verdict == "answered":
+        outputs = checked_answer(problem, ask, run, outputs)
+    return Decided(ask.ask_id, task_id, verdict, by, at, note, ask.action_hash, outputs)
+
+
+def checked_answer(
+    problem: Problem, ask: Asked, run: str, outputs: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """An answer's outputs: a JSON object with each output the tool declares (and no other)."""
+    tool = problem.tools.get(ask.tool)
+    declared = tool.outputs if tool is not None else ()
+    if not isinstance(outputs, Mapping):
+        raise DecisionError(f"{run}: --output: expected a JSON object of {', '.join(declared)}")
+    missing = [f for f in declared if f not in outputs]
+    extra = sorted(set(outputs) - set(declared))
+    if missing or extra:
+        what = "; ".join(
+            part
+            for part in (
+                f"missing {', '.join(missing)}" if missing else "",
+                f"not an output of {ask.tool}: {', '.join(extra)}" if extra else "",
+            )
+            if part
+        )
+        raise DecisionError(f"{run}: --output for {ask.task_id} ({ask.tool}): {what}")
+    data: dict[str, Any] = json.loads(dumps(dict(outputs)))
+    return data
+
+
+def commit_decision(journal: Journal, made: Decided, time: float) -> None:
+    """The decision and its event in one transaction (refused if the ask is no longer open)."""
+    event = {
+        "event": f"person.{made.verdict}",
+        "time": time,
+        "task": made.task_id,
+        "by": made.by,
+        "at": iso(made.at),
+        "note": made.note,
+        "action_hash": made.action_hash,
+    }
+    journal.write((made,), (event,))
