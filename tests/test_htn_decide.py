@@ -49,7 +49,8 @@ def test_the_answer_gates_the_select(serve: Callable[[Script], ScriptedServer], 
     assert request["temperature"] == 0.0 and request["response_format"] == {"type": "json_object"}
     assert "no-unused-vars" in request["messages"][1]["content"]  # {{test_output}} rendered
     outcome = json.loads((tmp_path / "run" / "outcome.json").read_text())
-    assert outcome["decisions"][0]["value"] == "flaky" and outcome["decisions"][0]["source"] == "model"
+    [decision] = outcome["hoisted_decisions"]
+    assert decision["value"] == "flaky" and decision["source"] == "model"
     again = execute(server, tmp_path, run="again")
     assert again.exit_code == 0 and len(server.requests) == 1  # the reply cache answers
 
@@ -66,7 +67,7 @@ def test_a_refused_answer_takes_the_default(serve: Callable[[Script], ScriptedSe
     assert result.exit_code == 0, result.output
     assert f"decided failure_class = \"test\" by default (the answer was refused: {refused})" in result.output
     assert plan_tools(tmp_path) == ["revert_commit", "comment_pr", "htn:heal_ci"]
-    record = json.loads((tmp_path / "run" / "outcome.json").read_text())["decisions"][0]
+    record = json.loads((tmp_path / "run" / "outcome.json").read_text())["hoisted_decisions"][0]
     assert record["source"] == "default" and record["refused"] == refused
 
 

@@ -32,7 +32,7 @@ def test_the_example_lands_on_the_next_rung(tmp_path: Path, name: str, decision:
     assert main([name, "--out", str(tmp_path / "run")]) == 0
     outcome = json.loads((tmp_path / "run" / "outcome.json").read_text())
     assert outcome["reason"] == "goal_met", outcome["message"]
-    record = outcome["decisions"][0]
+    record = outcome["hoisted_decisions"][0]
     assert (record["key"], record["value"], record["source"]) == (*decision, "model")
     fate = {t["tool"]: t["status"] for t in outcome["tasks"].values()}
     assert fate[failed] == "failed" and fate[healed] == "done"

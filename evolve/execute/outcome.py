@@ -157,7 +157,7 @@ def build_outcome(
         "reconciled": sum(1 for c in calls if c.status == "reconciled"),
         "unknown": sorted(r.task_id for r in rows.values() if r.status == "unknown"),
         "criteria": dict(criteria),
-        **({"decisions": meta["decisions"]} if "decisions" in meta else {}),
+        **({"hoisted_decisions": meta["decisions"]} if "decisions" in meta else {}),
         "tasks": {
             r.task_id: {
                 "tool": r.tool,

@@ -91,7 +91,8 @@ class Writer:
     behind. A new checkpoint waits for the previous one, and :meth:`close` waits
     for the last, so the newest complete checkpoint is always on disk or coming.
     :meth:`due` says whether the next generation's state is to be written (the first
-    always, then one each ``interval`` seconds).
+    always, then one each ``interval`` seconds); the first is written before :meth:`save`
+    returns.
     """
 
     def __init__(self, folder: Path, identity: dict[str, Any], interval: float = 0.0) -> None:
@@ -108,6 +109,7 @@ class Writer:
         return self.last is None or time.monotonic() - self.last >= self.interval
 
     def save(self, state: dict[str, Any], events_bytes: int, events_sha256: str) -> None:
+        first = self.last is None
         self.last = time.monotonic()
         self.generation = state.get("generation")
         data = snapshot(state, self.identity, events_bytes, events_sha256)
@@ -117,6 +119,10 @@ class Writer:
         # assigned only once started: a Ctrl-C between the two must not leave an unstarted
         # thread for wait() to join (the write itself is atomic, so an unjoined one is harmless)
         self.pending = thread
+        if first:
+            # the first is on disk before the next generation starts: with checkpoints a second
+            # apart, nothing else would make a run killed after its first generation resumable
+            self.wait()
 
     def write(self, data: bytes) -> None:
         try:
