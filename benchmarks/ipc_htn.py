@@ -41,7 +41,7 @@ from evolve.model.errors import EvolveError
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem, Tool
 from evolve.problems.htn import Decomposition, Planner, htn_problem_from_dict
-from evolve.problems.htn.hddl import action_graph, ipc_plan
+from evolve.problems.htn.hddl_plans import action_graph, ipc_plan
 from evolve.problems.htn.hddl_syntax import read_files
 from evolve.problems.htn.hddl_verify import check_graph, verify
 from evolve.problems.htn.problem import to_plan
