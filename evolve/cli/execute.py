@@ -18,6 +18,7 @@ import click
 
 from evolve import defaults
 from evolve.cli.common import EXIT_NO, EXIT_OK, EXIT_WAITING, friendly, runs_root
+from evolve.cli.htn import input_options, seed_inputs
 from evolve.cli.options import LlmSettings, llm_options
 from evolve.execute.dispatch import Clock, DaskDispatcher, Dispatcher, WallClock
 from evolve.execute.executor import ExecuteOptions
@@ -33,7 +34,6 @@ from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 from evolve.problems import load_problem
 from evolve.problems.htn import HtnProblem, is_htn_document
-from evolve.problems.htn.inputs import parse_inputs, seeded
 from evolve.problems.htn.pihtn import is_pihtn_document
 from evolve.problems.htn.problem import htn_problem
 from evolve.report import write_execution_report
@@ -191,19 +191,7 @@ def progress(as_json: bool) -> Any:
     metavar="NAME=VALUE",
     help="The value of an initial fact (JSON, or text); facts not given are null.",
 )
-@click.option(
-    "--input",
-    "input_items",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="HTN domains: a value of the world state before planning (true, 3, null, text).",
-)
-@click.option(
-    "--input-file",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="HTN domains: a JSON or YAML mapping of world-state values before planning.",
-)
+@input_options
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
@@ -410,22 +398,8 @@ def problem_and_plan(
         if not (is_htn_document(doc) or is_pihtn_document(doc)):
             raise click.UsageError(f"{plan_file} is a plan, not an HTN domain: give --problem PROBLEM")
     problem = load_problem(problem_file if problem_file is not None else plan_file)
-    given: set[str] = set()
     decisions: list[dict[str, Any]] = []
-    if input_items or input_file:
-        if not isinstance(problem, HtnProblem):
-            raise click.UsageError("--input and --input-file seed the world state of an HTN domain")
-        domain = problem.htn()
-        if input_file is not None:
-            from_file = read_document(input_file)
-            if not isinstance(from_file, dict):
-                raise EvolveError(f"{input_file}: expected a mapping of world-state keys to values")
-            domain = seeded(domain, from_file, input_file)
-            given.update(from_file)
-        items = parse_inputs(input_items)
-        domain = seeded(domain, items, "--input")
-        given.update(items)
-        problem = htn_problem(domain, problem)
+    problem, given = seed_inputs(problem, input_items, input_file)
     if isinstance(problem, HtnProblem) and set(problem.htn().decisions) - given:
         if not llm_base_url or not llm_model:
             keys = ", ".join(sorted(set(problem.htn().decisions) - given))

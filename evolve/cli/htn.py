@@ -27,6 +27,7 @@ from evolve.problems.htn import (
     validate_domain,
 )
 from evolve.problems.htn.hddl import read_hddl
+from evolve.problems.htn.inputs import parse_inputs, seeded
 from evolve.problems.htn.pihtn import from_pihtn, is_pihtn_document
 from evolve.problems.htn.problem import htn_problem
 from evolve.problems.htn.reader import MAX_DEPTH_LIMIT
@@ -70,6 +71,38 @@ def limit_options(command: Callable[..., Any]) -> Callable[..., Any]:
                            help=MAX_NODES_HELP)(command)
     return click.option("--max-depth", type=click.IntRange(min=1, max=MAX_DEPTH_LIMIT), default=None,
                         help=MAX_DEPTH_HELP)(command)
+
+def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--input`` and ``--input-file``, for ``evolve run`` and ``evolve execute``."""
+    command = click.option("--input-file", type=click.Path(dir_okay=False), default=None,
+                           help="HTN domains: a JSON or YAML mapping of world-state values before "
+                                "planning.")(command)
+    return click.option("--input", "input_items", multiple=True, metavar="KEY=VALUE",
+                        help="HTN domains: a value of the world state before planning (true, 3, "
+                             "null, text).")(command)
+
+
+def seed_inputs(problem: Problem, input_items: tuple[str, ...],
+                input_file: str | None) -> tuple[Problem, set[str]]:
+    """``problem`` with its HTN world state seeded by ``--input-file`` then ``--input`` (typed
+    values; a key the domain does not use is named), and the keys given."""
+    if not (input_items or input_file):
+        return problem, set()
+    if not isinstance(problem, HtnProblem):
+        raise click.UsageError("--input and --input-file seed the world state of an HTN domain")
+    domain = problem.htn()
+    given: set[str] = set()
+    if input_file is not None:
+        from_file = read_document(input_file)
+        if not isinstance(from_file, dict):
+            raise InputError(input_file, "", "expected a mapping of world-state keys to values")
+        domain = seeded(domain, from_file, input_file)
+        given.update(from_file)
+    items = parse_inputs(input_items)
+    domain = seeded(domain, items, "--input")
+    given.update(items)
+    return htn_problem(domain, problem), given
+
 
 FALLBACKS = ("none", "llm")
 FALLBACK_HELP = ("HTN domains: who decomposes a compound task no method applies to: nobody, or an LLM "

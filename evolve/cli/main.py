@@ -26,7 +26,7 @@ from evolve.cli.execute import COMMANDS as EXECUTE_COMMANDS
 from evolve.cli.htn import COMMANDS as HTN_COMMANDS
 from evolve.cli.htn import FALLBACK_HELP as HTN_FALLBACK_HELP
 from evolve.cli.htn import FALLBACKS as HTN_FALLBACKS
-from evolve.cli.htn import htn_fallback_for
+from evolve.cli.htn import htn_fallback_for, input_options, seed_inputs
 from evolve.cli.htn import limit_options as htn_limit_options
 from evolve.cli.htn import run_problem as htn_run_problem
 from evolve.cli.human import COMMANDS as HUMAN_COMMANDS
@@ -84,6 +84,7 @@ def read_problem(path: str) -> Problem:
 @click.option("--htn-fallback", type=click.Choice(HTN_FALLBACKS), default=defaults.HTN_FALLBACK,
               show_default=True, help=HTN_FALLBACK_HELP)
 @htn_limit_options
+@input_options
 @click.option("--force", is_flag=True,
               help="Overwrite the run already in the --out folder (default: refuse).")
 @click.option("--no-report", is_flag=True, help="Do not write report.html at the end of the run.")
@@ -93,8 +94,9 @@ def read_problem(path: str) -> Problem:
 @llm_options()
 def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm: LlmSettings,
         out_dir: str | None, fitness_specs: tuple[str, ...], weights: str | None, resume_dir: str | None,
-        operator: str, htn_fallback: str, max_depth: int | None, max_nodes: int | None, force: bool,
-        no_report: bool, as_json: bool) -> None:
+        operator: str, htn_fallback: str, max_depth: int | None, max_nodes: int | None,
+        input_items: tuple[str, ...], input_file: str | None, force: bool, no_report: bool,
+        as_json: bool) -> None:
     """Search for the best plan for PROBLEM_FILE and write it to a run folder.
 
     A run writes a checkpoint after its first generation, then about once a second;
@@ -104,6 +106,7 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
     """
     problem = htn_run_problem(read_problem(problem_file) if hddl_problem is None else None,
                               hddl_problem, problem_file, max_depth, max_nodes)
+    problem, _ = seed_inputs(problem, input_items, input_file)
     if resume_dir is not None and out_dir is not None and Path(out_dir) != Path(resume_dir):
         raise click.BadParameter("--out and --resume name different folders", param_hint="--out")
     jobs, cut = capped_jobs(options.jobs, cpu_count(), remote=options.scheduler_address is not None)
