@@ -26,6 +26,7 @@ from evolve.llm.testing import Script, Scripted, ScriptedServer
 from evolve.model.errors import InputError
 from evolve.model.plan import Plan
 from evolve.problems.htn import domain_from_dict, htn_problem_from_dict
+from evolve.report.execution import write_execution_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,7 +73,11 @@ def test_the_arguments_reach_the_tool(serve: Callable[[Script], ScriptedServer],
     prompt = server.requests[0]["messages"][1]["content"]
     assert "healed by strip-then-append" in prompt  # rendered from the live state
     ledger = [json.loads(line) for line in (tmp_path / "run" / "argfill.jsonl").read_text().splitlines()]
-    assert ledger == [{"task": "t2", "attempt": 1, "args": {"comment": "Deduplicated the footer."}}]
+    assert ledger == [{"task": "t2", "attempt": 1, "args": {"comment": "Deduplicated the footer."},
+                       "cached": False, "requests": 1}]
+    assert outcome["model_calls"]["argfill"] == len(server.requests) == 1
+    assert outcome["arg_fills"] == [{"task": "t2", "attempt": 1, "source": "model", "accepted": True,
+                                     "args": {"comment": "Deduplicated the footer."}}]
 
 
 def test_a_bad_reply_is_a_retryable_failure(serve: Callable[[Script], ScriptedServer],
@@ -86,6 +91,9 @@ def test_a_bad_reply_is_a_retryable_failure(serve: Callable[[Script], ScriptedSe
     errors = [e for e in events if e["event"] == "step.error"]
     assert len(errors) == 1 and "the model's arguments were refused (schema" in errors[0]["error"]
     assert errors[0]["next"] == "retry"
+    assert outcome["model_calls"]["argfill"] == len(server.requests) == 2  # the refused ask counts too
+    assert [(f["attempt"], f["accepted"], f.get("refused")) for f in outcome["arg_fills"]] == [
+        (1, False, "schema"), (2, True, None)]
 
 
 def test_without_retries_the_task_fails(serve: Callable[[Script], ScriptedServer], tmp_path: Path) -> None:
@@ -160,3 +168,7 @@ def test_the_arguments_survive_sigkill_and_resume(serve: Callable[[Script], Scri
     assert calls == ["[('comment', 'Deduplicated the footer.')]"] * 2
     outcome = json.loads((tmp_path / "run" / "outcome.json").read_text())
     assert outcome["reason"] == "goal_met"
+    assert outcome["model_calls"]["argfill"] == len(server.requests) == 1  # counted once over both sessions
+    assert [(f["task"], f["accepted"]) for f in outcome["arg_fills"]] == [("t2", True)]
+    html = write_execution_report(tmp_path / "run").read_text()
+    assert "Small-model calls" in html and "Deduplicated the footer." in html and "accepted" in html

@@ -51,8 +51,13 @@ def test_the_answer_gates_the_select(serve: Callable[[Script], ScriptedServer], 
     outcome = json.loads((tmp_path / "run" / "outcome.json").read_text())
     [decision] = outcome["hoisted_decisions"]
     assert decision["value"] == "flaky" and decision["source"] == "model"
+    assert outcome["model_calls"]["decide"] == len(server.requests) == 1
+    html = (tmp_path / "run" / "report.html").read_text()
+    assert "Small-model calls" in html and "failure_class" in html and "flaky" in html
     again = execute(server, tmp_path, run="again")
     assert again.exit_code == 0 and len(server.requests) == 1  # the reply cache answers
+    cached = json.loads((tmp_path / "again" / "outcome.json").read_text())
+    assert cached["model_calls"]["decide"] == 0 and cached["hoisted_decisions"][0]["cached"]
 
 
 @pytest.mark.parametrize(("reply", "refused"), [
@@ -98,6 +103,8 @@ def test_plan_input_wins_and_no_call_is_made(serve: Callable[[Script], ScriptedS
     assert result.exit_code == 0, result.output
     assert server.requests == []
     assert plan_tools(tmp_path) == ["lint_fix", "push_fix", "comment_pr", "htn:heal_ci"]
+    outcome = json.loads((tmp_path / "run" / "outcome.json").read_text())
+    assert outcome["model_calls"]["decide"] == 0
     without_llm = execute(None, tmp_path, "--input", "failure_class=lint", run="x")
     assert without_llm.exit_code == 0
     needs = execute(None, tmp_path, run="y")

@@ -35,6 +35,7 @@ from evolve.execute.context import POINTS, Hook, RunContext, no_hook
 from evolve.execute.dispatch import Dispatcher
 from evolve.execute.events import EventLog
 from evolve.execute.htn import goal_unmet
+from evolve.execute.htn_tools import ARGFILL, read_ledger
 from evolve.execute.journal import Journal
 from evolve.execute.options import ExecuteOptions
 from evolve.execute.outcome import Reason, Stop, build_outcome, criteria_made, verdict
@@ -181,6 +182,7 @@ class Executor:
             replans_tried=ctx.state.replans,
             state=ctx.state,
             now_wall=time.time(),
+            argfills=read_ledger(ctx.run_dir / ARGFILL),
         )
         if record and status == "waiting":  # not over: --resume goes on from the decision
             event = ctx.ev.event("session.wait", pending=[p["task"] for p in outcome["pending"]])

@@ -22,13 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from evolve.execute.tools import Call, ToolFailure, ToolFn, reconciler
-from evolve.llm.argfill import ArgFiller
-from evolve.llm.decide import Refused
+from evolve.llm.argfill import ArgFiller, Filled
 from evolve.model.problem import Problem
 from evolve.problems.htn import Domain, HtnProblem
 from evolve.problems.htn.domain import Operator, Unknown, first_failing, holds, show
 from evolve.problems.htn.problem import goal_fact
 from evolve.problems.htn.world import RESULT_KEY, apply_effects, resolve
+
+ARGFILL = "argfill.jsonl"
+"""The run folder's record of argument filling (see :class:`Ledger`)."""
 
 
 def bind_outputs(operator: Operator, raw: object) -> dict[str, Any]:
@@ -73,29 +75,47 @@ class World:
 
 
 class Ledger:
-    """``argfill.jsonl`` in the run folder: each task's filled arguments, written (and synced)
-    before its tool is called, so a resumed run passes the same ones and never asks twice."""
+    """``argfill.jsonl`` in the run folder: every ask of the model, accepted or refused, written
+    (and synced) before the task's tool is called, so a resumed run passes the same arguments,
+    never asks twice, and counts each request once (the ledger is the record, not memory)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.lock = threading.Lock()
         self.args: dict[str, dict[str, Any]] = {}
-        if path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                with contextlib.suppress(ValueError, KeyError, TypeError):  # a torn last line
-                    row = json.loads(line)
-                    self.args[str(row["task"])] = dict(row["args"])
+        self.rows: list[dict[str, Any]] = read_ledger(path)
+        for row in self.rows:
+            if row.get("args") is not None:
+                self.args[str(row["task"])] = dict(row["args"])
 
     def get(self, task_id: str) -> dict[str, Any] | None:
         with self.lock:
             return self.args.get(task_id)
 
-    def put(self, task_id: str, attempt: int, args: Mapping[str, Any]) -> None:
+    def put(self, task_id: str, attempt: int, filled: Filled) -> None:
+        row: dict[str, Any] = {"task": task_id, "attempt": attempt, "args": filled.args,
+                               "cached": filled.cached, "requests": filled.requests}
+        if filled.refused is not None:
+            row.update(refused=filled.refused, detail=filled.detail)
         with self.lock, self.path.open("a", encoding="utf-8") as stream:
-            stream.write(json.dumps({"task": task_id, "attempt": attempt, "args": dict(args)}) + "\n")
+            stream.write(json.dumps(row) + "\n")
             stream.flush()
             os.fsync(stream.fileno())
-            self.args[task_id] = dict(args)
+            self.rows.append(row)
+            if filled.args is not None:
+                self.args[task_id] = dict(filled.args)
+
+
+def read_ledger(path: Path) -> list[dict[str, Any]]:
+    """The rows of an ``argfill.jsonl`` (none when there is none; a torn last line skipped)."""
+    rows: list[dict[str, Any]] = []
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):
+                row = json.loads(line)
+                if isinstance(row, dict) and "task" in row:
+                    rows.append(row)
+    return rows
 
 
 @dataclass(frozen=True)
@@ -144,13 +164,12 @@ class BoundStep:
         if self.filling.filler is None:
             raise ToolFailure(f"{self.operator.name}: its prompt needs a model to fill the arguments "
                               "(give --llm-base-url and --llm-model)")
-        try:
-            args = self.filling.filler.fill(self.operator, self.filling.world.snapshot(), call.attempt)
-        except Refused as exc:
-            raise ToolFailure(f"{self.operator.name}: the model's arguments were refused ({exc})",
-                              retryable=True) from None
-        self.filling.ledger.put(call.task_id, call.attempt, args)
-        return args
+        filled = self.filling.filler.fill(self.operator, self.filling.world.snapshot(), call.attempt)
+        self.filling.ledger.put(call.task_id, call.attempt, filled)
+        if filled.args is None:
+            raise ToolFailure(f"{self.operator.name}: the model's arguments were refused "
+                              f"({filled.refused}: {filled.detail})", retryable=True)
+        return filled.args
 
 
 class BoundWriteStep(BoundStep):

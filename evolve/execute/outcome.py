@@ -128,8 +128,10 @@ def build_outcome(
     replans_tried: int,
     state: RunState | None = None,
     now_wall: float = 0.0,
+    argfills: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """``outcome.json``'s content (see the README's *Running a plan*)."""
+    """``outcome.json``'s content (see the README's *Running a plan*); ``argfills``: the rows of
+    the run's ``argfill.jsonl``."""
     meta = journal.meta()
     rows = journal.tasks()
     calls = journal.calls()
@@ -158,6 +160,7 @@ def build_outcome(
         "unknown": sorted(r.task_id for r in rows.values() if r.status == "unknown"),
         "criteria": dict(criteria),
         **({"hoisted_decisions": meta["decisions"]} if "decisions" in meta else {}),
+        "arg_fills": [arg_fill(row) for row in argfills],
         "tasks": {
             r.task_id: {
                 "tool": r.tool,
@@ -184,6 +187,27 @@ def build_outcome(
         "decisions": made,
         "rejected_actions": [d for d in made if d["verdict"] == "rejected"],
         "waiting_s": waited(people, now_wall),
-        "model_calls": {"tools": tool_llm, "replan": replans_tried if meta.get("replanner") == "llm" else 0},
+        "model_calls": {
+            "tools": tool_llm,
+            "replan": replans_tried if meta.get("replanner") == "llm" else 0,
+            "decide": sum(endpoint_requests(d) for d in meta.get("decisions", ())),
+            "argfill": sum(endpoint_requests(row) for row in argfills),
+        },
         "duplicate_writes_prevented": sum(1 for c in calls if c.status == "reconciled") + refused,
     }
+
+
+def endpoint_requests(record: Mapping[str, Any]) -> int:
+    """The requests a small-model record (a hoisted decision, an arg fill) sent to the endpoint:
+    none for a cached reply or a value given as input; ``requests`` when recorded, else one."""
+    if "cached" not in record or record["cached"]:
+        return 0
+    return int(record.get("requests", 1))
+
+
+def arg_fill(row: Mapping[str, Any]) -> dict[str, Any]:
+    """One ``argfill.jsonl`` row as ``outcome.json`` shows it."""
+    accepted = row.get("args") is not None
+    return {"task": row.get("task"), "attempt": row.get("attempt"), "args": row.get("args"),
+            "source": "cache" if row.get("cached") else "model", "accepted": accepted,
+            **({} if accepted else {"refused": row.get("refused"), "detail": row.get("detail", "")})}

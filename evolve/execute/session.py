@@ -25,7 +25,7 @@ from evolve.execute.dispatch import (
 )
 from evolve.execute.executor import ExecuteOptions, Executor, Hook
 from evolve.execute.htn import ran_steps
-from evolve.execute.htn_tools import Filling, Ledger, World, bind_htn_tools
+from evolve.execute.htn_tools import ARGFILL, Filling, Ledger, World, bind_htn_tools
 from evolve.execute.journal import Journal, JournalError
 from evolve.execute.replan import Replanner
 from evolve.execute.simulate import simulated_tools
@@ -201,7 +201,7 @@ def filling_for(problem: Problem, run_dir: Path, filler: ArgFiller | None,
         outputs = {tid: dict(row.outputs) for tid, row in rows.items() if row.outputs is not None}
         steps = ran_steps(domain, plan, {tid: row.status for tid, row in rows.items()}, outputs)
         state = replay_state(domain, [done for _, done in steps])
-    return Filling(filler, Ledger(run_dir / "argfill.jsonl"), World(state))
+    return Filling(filler, Ledger(run_dir / ARGFILL), World(state))
 
 
 CATALOG_KEYS = ("name", "objective", "scopes", "limits", "resources", "policy")

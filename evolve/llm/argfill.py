@@ -6,13 +6,15 @@ one JSON object (json mode, temperature 0, the same client and reply cache as ev
 attempt is part of the seed, so a retry asks again instead of replaying a refused reply), and the
 answer is checked against the operator's ``args`` (name -> ``string`` / ``number`` / ``integer``
 / ``boolean``: exactly those names, of those types) or, without ``args``, must be an object of
-scalars. A refused answer raises :class:`Refused`; the runtime makes it a retryable failure of
-the task. Nothing in the reply is executed.
+scalars. :meth:`ArgFiller.fill` returns a :class:`Filled`: the arguments, or the reason they
+were refused (the runtime makes that a retryable failure of the task), with the requests the
+endpoint was sent (0 for a cached reply), which the run counts. Nothing in the reply is executed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from evolve import defaults
@@ -51,6 +53,18 @@ def checked(operator: Operator, text: str) -> dict[str, Any]:
     return dict(doc)
 
 
+@dataclass(frozen=True)
+class Filled:
+    """One ask's outcome: ``args`` (``None`` when refused, then ``refused`` / ``detail`` say why),
+    whether the reply came from the cache, and the requests sent to the endpoint for it."""
+
+    args: dict[str, Any] | None
+    cached: bool
+    requests: int
+    refused: str | None = None
+    detail: str = ""
+
+
 class ArgFiller(OwnsClient):
     """Fills prompted operators' arguments (see the module docstring)."""
 
@@ -62,7 +76,7 @@ class ArgFiller(OwnsClient):
         self.format = response_format
         self.usage = Usage()
 
-    def fill(self, operator: Operator, state: Mapping[str, Any], attempt: int) -> dict[str, Any]:
+    def fill(self, operator: Operator, state: Mapping[str, Any], attempt: int) -> Filled:
         assert operator.prompt is not None
         names = f" with exactly {', '.join(operator.args)}" if operator.args else ""
         user = f"{render(operator.prompt, state)}\n\nAnswer with one JSON object{names}."
@@ -72,17 +86,18 @@ class ArgFiller(OwnsClient):
                   "additionalProperties": operator.args is None}
         settings = {"temperature": 0.0, "max_tokens": MAX_TOKENS, "seed": self.seed + attempt,
                     "response_format": response_format(self.format, "arguments", schema)}
-        entry, _ = cached_call(self.client, self.cache, self.usage, messages, settings)
+        entry, cached = cached_call(self.client, self.cache, self.usage, messages, settings)
+        requests = 0 if cached else int(entry.get("attempts", 1))
         if "error" in entry:
             self.usage.call_failed(str(entry["error"]))
-            raise Refused(str(entry["error"]), str(entry.get("detail", "")))
+            return Filled(None, cached, requests, str(entry["error"]), str(entry.get("detail", ""))[:200])
         try:
             args = checked(operator, str(entry.get("text", "")))
         except Refused as exc:
             self.usage.judged(exc.reason)
-            raise
+            return Filled(None, cached, requests, exc.reason, exc.detail[:200])
         self.usage.judged(None)
-        return args
+        return Filled(args, cached, requests)
 
 
 def make_arg_filler(base_url: str, model: str, *, timeout: float = defaults.LLM_TIMEOUT,

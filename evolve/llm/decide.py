@@ -122,7 +122,8 @@ class Decider(OwnsClient):
             messages = messages_for(decision, state)
             settings = self.settings(decision)
             entry, cached = cached_call(self.client, self.cache, self.usage, messages, settings)
-            record: dict[str, Any] = {"key": key, "prompt_hash": prompt_hash(messages), "cached": cached}
+            record: dict[str, Any] = {"key": key, "prompt_hash": prompt_hash(messages), "cached": cached,
+                                      "requests": 0 if cached else int(entry.get("attempts", 1))}
             try:
                 if "error" in entry:
                     self.usage.call_failed(str(entry["error"]))

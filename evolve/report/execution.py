@@ -14,6 +14,7 @@ from typing import Any
 
 from evolve.report.assets import CHECK_JS, CSP, CSS, ERRORS_JS, PAGE_JS
 from evolve.report.execution_data import Execution, TaskRow, load_execution
+from evolve.report.execution_models import models_section
 from evolve.report.execution_people import people_section
 from evolve.report.execution_svg import ChartRow, execution_gantt_svg
 from evolve.report.svg import esc, header_html, num
@@ -62,6 +63,7 @@ def render_execution(execution: Execution) -> str:
         gantt_section(execution),
         revisions_section(execution),
         people_section(execution.outcome),
+        models_section(execution.outcome),
         tasks_section(execution),
         steps_section(execution),
         facts_section(execution),
