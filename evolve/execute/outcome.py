@@ -184,6 +184,6 @@ def build_outcome(
         "decisions": made,
         "rejected_actions": [d for d in made if d["verdict"] == "rejected"],
         "waiting_s": waited(people, now_wall),
-        "model_calls": {"tools": tool_llm, "replan": replans_tried if meta.get("replanner") == "llm" else 0},
+        "model_calls": {"tools": tool_llm, "replan": journal.model_calls().get("replan", 0)},
         "duplicate_writes_prevented": sum(1 for c in calls if c.status == "reconciled") + refused,
     }
