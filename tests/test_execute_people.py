@@ -611,7 +611,7 @@ def test_the_deadline_stops_the_run_before_a_call_past_it(tmp_path: Path) -> Non
 def test_the_llm_budget_stops_the_call_that_would_spend_past_it(tmp_path: Path) -> None:
     outcome = simulated(tmp_path, {"max_llm_calls": 3})
     assert (outcome["status"], outcome["reason"]) == ("failed", "llm_budget")
-    assert "2 made, and t2 (make_b) needs 2 more" in outcome["message"]
+    assert "2 made (tools 2, replan 0), and t2 (make_b) needs 2 more" in outcome["message"]
     assert outcome["model_calls"] == {"tools": 2, "replan": 0, "decide": 0, "argfill": 0}
     assert simulated(tmp_path / "more", {"max_llm_calls": 4})["reason"] == "goal_met"
 

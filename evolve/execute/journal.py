@@ -230,6 +230,11 @@ class Journal:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'excluded'").fetchone()
         return list(loads(row[0])) if row is not None else []
 
+    def model_calls(self) -> dict[str, int]:
+        """The model calls the run made by purpose, other than its tools' (the meta ``model_calls``)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'model_calls'").fetchone()
+        return {str(k): int(v) for k, v in loads(row[0]).items()} if row is not None else {}
+
     def asks(self) -> tuple[list[rec.Asked], list[rec.Decided]]:
         """What people were asked, in order, and what they decided (the ``asks`` table)."""
         asked, decided = [], []
@@ -316,6 +321,10 @@ class Journal:
             self.put_meta(db, {"replan": record.reason})
         elif isinstance(record, rec.ReplanTried):
             self.put_meta(db, {"replan_tried": record.revision})
+        elif isinstance(record, rec.ModelCalls):
+            spent = self.model_calls()
+            spent[record.purpose] = spent.get(record.purpose, 0) + record.calls
+            self.put_meta(db, {"model_calls": spent})
         elif isinstance(record, rec.Asked):
             self.put_ask(db, record)
         elif isinstance(record, rec.Decided):

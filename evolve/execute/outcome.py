@@ -189,7 +189,7 @@ def build_outcome(
         "waiting_s": waited(people, now_wall),
         "model_calls": {
             "tools": tool_llm,
-            "replan": replans_tried if meta.get("replanner") == "llm" else 0,
+            "replan": journal.model_calls().get("replan", 0),
             "decide": sum(endpoint_requests(d) for d in meta.get("decisions", ())),
             "argfill": sum(endpoint_requests(row) for row in argfills),
         },

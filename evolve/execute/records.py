@@ -127,6 +127,16 @@ class ReplanTried:
 
 
 @dataclass(frozen=True)
+class ModelCalls:
+    """Model calls the run makes for ``purpose`` (e.g. ``replan``), added to its count. Committed
+    before the calls are made, with what they may spend at most, so a crash never loses one; a
+    negative ``calls`` gives back what was counted and not spent."""
+
+    purpose: str
+    calls: int
+
+
+@dataclass(frozen=True)
 class Revised:
     """A revision of the plan: ``invalidated`` tasks leave it, every new task is ``pending``.
 
@@ -179,5 +189,5 @@ class Decided:
     outputs: Mapping[str, Any] | None = None
 
 
-Record = Dispatched | Settled | ReplanAsked | ReplanTried | Revised | Asked | Decided
+Record = Dispatched | Settled | ReplanAsked | ReplanTried | Revised | Asked | Decided | ModelCalls
 """Every kind of record (see the module docstring to add one)."""

@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from evolve import defaults
 from evolve.execute.htn import HtnNow, htn_now, plan_htn
@@ -184,6 +184,17 @@ class Replanner(Protocol):
         """A plan that is valid and complete for ``situation.problem``, or ``None`` if none was found."""
 
 
+@runtime_checkable
+class Metered(Protocol):
+    """A replanner whose proposals are model calls, which ``limits.max_llm_calls`` bounds: how
+    many a replan may make (counted before it is asked), and how many the last one made."""
+
+    spent: int
+
+    def model_calls_needed(self, situation: Situation) -> int:
+        """The most model calls proposing a plan for ``situation`` makes."""
+
+
 class SearchReplanner:
     """The plan search (``evolve run``'s engine) on the problem as it now stands; its run folder
     is kept under the execution's folder (``replans/r<revision>/``) as the evidence."""
@@ -223,13 +234,22 @@ class SearchReplanner:
 class ProposerReplanner:
     """A search :class:`~evolve.search.loop.Proposer` (the LLM operator) as the replanner: it is
     shown the pending part of the plan as its parent, and its reply is the same untrusted patch
-    as during search; a child that is not valid and complete is no plan."""
+    as during search; a child that is not valid and complete is no plan.
+
+    It is :class:`Metered`: it asks for one child, which is at most one model call (the LLM
+    operator's reply, from the endpoint or its reply cache: a rerun counts the same calls); the
+    child says whether one was made (its ``llm`` meta)."""
 
     def __init__(self, proposer: Proposer) -> None:
         self.proposer = proposer
         self.name = proposer.name
+        self.spent = 0
+
+    def model_calls_needed(self, situation: Situation) -> int:
+        return 0 if situation.htn is not None or not situation.problem.criteria else 1
 
     def propose(self, situation: Situation, revision: int, seed: int, folder: Path) -> Proposal | None:
+        self.spent = 0
         if situation.htn is not None:
             return htn_proposal(situation, folder)
         problem = situation.problem
@@ -250,6 +270,7 @@ class ProposerReplanner:
             last_error=last_error(situation),
         )
         children = self.proposer.propose(problem, [parent], [0], revision, seed, context)
+        self.spent = sum(1 for c in children if "llm" in c.meta)
         child = children[0].plan if children else None
         if child is None:
             return None

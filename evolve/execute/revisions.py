@@ -7,9 +7,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from evolve.execute.context import RunContext
+from evolve.execute.limits import over_llm_budget
 from evolve.execute.outcome import PlanDiff, Stop
-from evolve.execute.records import ReplanTried, Revised, TaskRow, TaskStatus
-from evolve.execute.replan import pending_plan, signature, situation, translate
+from evolve.execute.records import ModelCalls, Record, ReplanTried, Revised, TaskRow, TaskStatus
+from evolve.execute.replan import Metered, pending_plan, signature, situation, translate
 from evolve.execute.transitions import Change
 from evolve.model.plan import Plan
 from evolve.model.validate import validate
@@ -17,8 +18,11 @@ from evolve.scheduling import schedule
 
 
 def replan(ctx: RunContext) -> None:
-    """One replan: the step and replan budgets checked, the replanner asked, its proposal made a
-    patch of the live plan, refused if seen before or invalid, else committed."""
+    """One replan: the step, replan and model-call budgets checked, the replanner asked, its
+    proposal made a patch of the live plan, refused if seen before or invalid, else committed.
+
+    A :class:`~evolve.execute.replan.Metered` replanner's calls are journaled before it is asked
+    (what it may spend at most), and what it did not spend is given back with the replan tried."""
     state, options = ctx.state, ctx.options
     reason = state.replan or "replan"
     if state.replans >= options.max_replans:
@@ -32,12 +36,23 @@ def replan(ctx: RunContext) -> None:
         return
     revision = state.revision + 1
     now_situation = situation(ctx.problem, state.plan, state.status, state.outputs, state.excluded, reason)
+    metered = ctx.replanner if isinstance(ctx.replanner, Metered) else None
+    need = metered.model_calls_needed(now_situation) if metered is not None else 0
+    spent = over_llm_budget(ctx, need, f"the replan of revision {revision}")
+    if spent is not None:
+        ctx.halt(Stop(spent.reason, f"{spent.message}; {reason}"))
+        return
+    if need:
+        ctx.commit(Change((ModelCalls("replan", need),), ()))
     folder = ctx.run_dir / "replans" / f"r{revision}"
     proposal = ctx.replanner.propose(now_situation, revision, options.seed + revision, folder)
+    tried: tuple[Record, ...] = (ReplanTried(revision),)
+    if metered is not None and metered.spent != need:
+        tried += (ModelCalls("replan", metered.spent - need),)
     draft: dict[str, Any] = {"revision": revision, "reason": reason}
     if proposal is None:
         event = ctx.ev.event("plan.draft", replanner=ctx.replanner.name, plan=None, folder=None, **draft)
-        ctx.commit(Change((ReplanTried(revision),), (event,)))
+        ctx.commit(Change(tried, (event,)))
         excluded = ", ".join(sorted(state.excluded)) or "change"
         ctx.halt(
             Stop(
@@ -58,7 +73,7 @@ def replan(ctx: RunContext) -> None:
         note=proposal.note,
         **draft,
     )
-    ctx.commit(Change((ReplanTried(revision),), (event,)))
+    ctx.commit(Change(tried, (event,)))
     sig = signature(patch.plan, {**state.status, **{t.id: "pending" for t in patch.added}})
     if sig in state.signatures:
         ctx.halt(Stop("loop_detected", f"the replanner proposed a plan it had proposed before; {reason}"))

@@ -17,6 +17,7 @@ from evolve.execute.records import (
     Asked,
     Decided,
     Dispatched,
+    ModelCalls,
     Record,
     ReplanAsked,
     ReplanTried,
@@ -58,6 +59,8 @@ class RunState:
     rejected: dict[str, int] = field(default_factory=dict)
     """The hash of every write a person rejected, and the ask that rejected it: final, for any
     approval (see :mod:`evolve.execute.approvals`)."""
+    model_calls: dict[str, int] = field(default_factory=dict)
+    """Model calls the run made by purpose, other than its tools' (theirs: the calls' tools)."""
 
     def ask(self, tid: str) -> Asked | None:
         """The latest ask of ``tid`` (``None``: it never waited for a person)."""
@@ -100,6 +103,8 @@ class RunState:
             self.replan = record.reason
         elif isinstance(record, ReplanTried):
             self.replans = max(self.replans, record.revision)
+        elif isinstance(record, ModelCalls):
+            self.model_calls[record.purpose] = self.model_calls.get(record.purpose, 0) + record.calls
         elif isinstance(record, Asked):
             self.status[record.task_id] = "waiting"
             self.retry_at.pop(record.task_id, None)
@@ -164,6 +169,7 @@ def recorded(journal: Journal) -> list[Record]:
     records.extend(settled(row) for row in journal.tasks().values())
     meta = journal.meta()
     records.append(ReplanTried(int(meta.get("replan_tried") or 0)))
+    records.extend(ModelCalls(purpose, calls) for purpose, calls in journal.model_calls().items())
     records.append(ReplanAsked(tuple(meta.get("excluded") or ()), meta.get("replan")))
     return records
 

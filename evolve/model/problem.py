@@ -57,7 +57,8 @@ class Limits:
     """Seconds of wall clock a run of a plan may take (``evolve execute`` stops with the reason
     ``deadline``; whether waiting for people counts is the run's option)."""
     max_llm_calls: int | None = None
-    """Model calls a run of a plan may make through its tools' ``llm_calls`` (reason ``llm_budget``)."""
+    """Model calls a run of a plan may make, its tools' ``llm_calls`` and the LLM replanner's
+    together (reason ``llm_budget``)."""
 
 
 @dataclass(frozen=True)
