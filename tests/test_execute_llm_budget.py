@@ -140,7 +140,8 @@ def test_a_resumed_run_does_not_reset_the_budget(tmp_path: Path) -> None:
         again = resume_run(tmp_path / "run", replanner=replanner).run()
     assert first["reason"] == again["reason"] == "llm_budget"
     assert len(endpoint.seen) == 2  # the resumed session asked nothing
-    assert again["model_calls"] == first["model_calls"] == {"tools": 0, "replan": 2, "decide": 0, "argfill": 0}
+    calls = {"tools": 0, "replan": 2, "decide": 0, "argfill": 0}
+    assert again["model_calls"] == first["model_calls"] == calls
 
 
 class Crash(Exception):
