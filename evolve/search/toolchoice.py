@@ -110,7 +110,45 @@ class ToolChoice:
             weight = weight * (1.0 + 2.0 * pressure)
         if rng is not None and noise > 0:
             weight = weight * (1.0 + noise * rng.random(weight.shape[0]))
-        return k.greedy_choice(self.tables, weight, rule == "least_work")
+        return self.without_spare_producers(k.greedy_choice(self.tables, weight, rule == "least_work"))
+
+    def without_spare_producers(self, choice: Any) -> Any:
+        """``choice`` without a producer that makes only criteria no task reads, each of which
+        another producer in the plan makes too (those criteria take that producer).
+
+        The greedy rule picks each fact's cheapest producer on its own, so a criterion can get a
+        tool of its own although a tool the plan runs anyway makes it: a task nothing needs.
+        Nobody reads what moves, so no task starts later. Tools are looked at in decoding
+        order and the first other maker is taken: deterministic.
+        """
+        cp = self.compiled
+        nt = len(cp.tools)
+        task_of = np.empty(nt, dtype=np.int64)
+        order = np.empty(nt, dtype=np.int64)
+        color = np.empty(nt, dtype=np.int64)
+        criteria = [int(f) for f in cp.criteria]
+        approval = len(cp.facts)  # the choice's entry for the approver of the plan's writes
+        while True:
+            n = int(k.decode(self.tables, choice, task_of, order, color))
+            if n < 0:
+                return choice
+            used = [int(t) for t in order[:n]]
+            read = {int(f) for t in used for f in cp.inputs(t)}
+            approver = (int(choice[approval]) if cp.approval_required and approval < len(choice)
+                        and any(cp.risk[u] == 1 for u in used) else -1)
+            for t in used:
+                mine = [f for f in criteria if choice[f] == t]
+                if not mine or t == approver \
+                        or any(int(choice[f]) == t and f in read for f in range(approval)):
+                    continue
+                makers = [next((u for u in used if u != t and f in set(cp.outputs(u).tolist())), -1)
+                          for f in mine]
+                if min(makers) >= 0:
+                    for f, u in zip(mine, makers):
+                        choice[f] = u
+                    break
+            else:
+                return choice
 
     def choice_of(self, plan: Plan) -> Any:
         """The producer choice a plan makes: for each fact, the tool of the task its readers
