@@ -21,6 +21,8 @@ import numpy as np
 import numpy.typing as npt
 import psplib
 
+from evolve.model.graph_kernels import csr, transpose
+
 IntArray = npt.NDArray[np.int64]
 
 PSPLIB_SETS = ("j30", "j60", "j90", "j120")
@@ -87,13 +89,6 @@ class RcpspInstance:
         )
 
 
-def _csr(lists: list[list[int]]) -> tuple[IntArray, IntArray]:
-    ptr = np.zeros(len(lists) + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum([len(x) for x in lists])
-    idx = np.array([v for x in lists for v in x], dtype=np.int64)
-    return ptr, idx
-
-
 def from_arrays(
     name: str,
     durations: list[int] | IntArray,
@@ -116,14 +111,12 @@ def from_arrays(
     if (dem > cap[None, :]).any() or (dem < 0).any():
         raise ValueError(f"{name}: a demand is negative or exceeds its resource's capacity")
     succ = [sorted({int(s) for s in ss}) for ss in successors]
-    preds: list[list[int]] = [[] for _ in range(n)]
     for j, ss in enumerate(succ):
         for s in ss:
             if not 0 <= s < n or s == j:
                 raise ValueError(f"{name}: bad successor {s} of activity {j}")
-            preds[s].append(j)
-    succ_ptr, succ_idx = _csr(succ)
-    pred_ptr, pred_idx = _csr(preds)
+    succ_ptr, succ_idx = csr(succ)
+    pred_ptr, pred_idx = transpose(succ_ptr, succ_idx, n)  # each activity's predecessors, ascending
     inst = RcpspInstance(name, dur, dem, cap, pred_ptr, pred_idx, succ_ptr, succ_idx)
     topological_order(inst)  # raises on a cycle
     return inst
