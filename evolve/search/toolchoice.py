@@ -134,15 +134,14 @@ class ToolChoice:
                 return choice
             used = [int(t) for t in order[:n]]
             read = {int(f) for t in used for f in cp.inputs(t)}
+            makes = {u: set(cp.outputs(u).tolist()) for u in used}
             approver = (int(choice[approval]) if cp.approval_required and approval < len(choice)
                         and any(cp.risk[u] == 1 for u in used) else -1)
             for t in used:
                 mine = [f for f in criteria if choice[f] == t]
-                if not mine or t == approver \
-                        or any(int(choice[f]) == t and f in read for f in range(approval)):
+                if not mine or t == approver or any(choice[f] == t for f in read):
                     continue
-                makers = [next((u for u in used if u != t and f in set(cp.outputs(u).tolist())), -1)
-                          for f in mine]
+                makers = [next((u for u in used if u != t and f in makes[u]), -1) for f in mine]
                 if min(makers) >= 0:
                     for f, u in zip(mine, makers):
                         choice[f] = u
