@@ -1,8 +1,10 @@
-"""Scoring candidates, in this process or across a joblib pool.
+"""Scoring candidates, and developing children, in this process or across a joblib pool.
 
-Evaluation is a pure function of (problem, plan, fitness functions), so where it
-runs never changes the result: that is what makes ``--seed`` reproducible for
-any ``--jobs``. Nothing a fitness function does costs more than its own
+Evaluation is a pure function of (problem, plan, fitness functions), and
+development (the improvement of a child, the making of a first plan; see
+:mod:`evolve.search.develop`) a pure function of (problem, operators, plan,
+random stream), so where they run never changes the result: that is what makes
+``--seed`` reproducible for any ``--jobs``. Nothing a fitness function does costs more than its own
 candidate: an exception, a hang past ``eval_timeout`` (stopped by a signal in
 the process running it, or by killing that process), or a dead worker all end
 in a failed :class:`Evaluation` that carries the error.
@@ -18,26 +20,33 @@ import tempfile
 import time
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 from joblib import Parallel, cpu_count, delayed, parallel_config
 
 from evolve import defaults
 from evolve.fitness.base import Fitness
 from evolve.fitness.evaluation import Evaluation, evaluate_plan
+from evolve.model.errors import UsageError
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 from evolve.run.backends import BackendError, backend_session
+from evolve.search.develop import Developed, Development, Work, develop
+
+Item = TypeVar("Item")
 
 
 @dataclass(frozen=True)
 class Payload:
-    """What every evaluation needs besides the plan: sent to each worker once, not per plan."""
+    """What every evaluation needs besides the plan, and every development besides the child:
+    sent to each worker once, not per plan (the improver carries the compiled problem)."""
 
     problem: Problem
     fitnesses: tuple[Fitness, ...]
+    development: Development | None = None
 
 
 @dataclass(frozen=True)
@@ -90,10 +99,65 @@ def evaluate_chunk(payload: Payload | PayloadFile, plans: Sequence[Plan],
     return [evaluate_plan(resolved.problem, plan, resolved.fitnesses, timeout) for plan in plans]
 
 
+def develop_chunk(payload: Payload | PayloadFile, work: Sequence[Work], score: bool,
+                  timeout: float | None = None) -> list[Developed]:
+    """Children developed in a worker and, with ``score``, the plans they became scored there
+    too, so one trip carries both."""
+    resolved = (read_payload(payload.path, payload.import_path) if isinstance(payload, PayloadFile)
+                else payload)
+    assert resolved.development is not None
+    fitnesses = resolved.fitnesses if score else None
+    return [develop(resolved.problem, resolved.development, item, fitnesses, timeout) for item in work]
+
+
 def evaluate_batch(problem: Problem, plans: Sequence[Plan], fitnesses: Sequence[Fitness],
                    timeout: float | None = None) -> list[Evaluation]:
     """Score ``plans`` in this process."""
     return evaluate_chunk(Payload(problem, tuple(fitnesses)), plans, timeout)
+
+
+@dataclass
+class Route:
+    """Where one kind of work (scoring, developing) runs when both places are allowed: here or
+    in the pool, whichever measured less wall time per item.
+
+    The pool is first tried once a call's work here exceeds ``min_parallel_seconds``; then
+    every ``reprobe`` calls the path not taken is measured again, as costs drift while plans
+    grow or shrink, less often each time a probe confirms the choice.
+    """
+
+    min_parallel_seconds: float
+    here: float | None = None
+    pool: float | None = None
+    reprobe: int = 10
+    since_probe: int = 0
+    probing: bool = field(default=False, repr=False)
+
+    def stays_here(self, count: int) -> bool:
+        here, pool = self.here, self.pool
+        self.probing = False
+        if count < 2 or here is None:
+            return True  # a first, in-process measurement decides the next calls
+        if pool is None:
+            return here * count < self.min_parallel_seconds
+        self.since_probe += 1
+        if self.since_probe >= self.reprobe and here * count >= self.min_parallel_seconds:
+            self.since_probe, self.probing = 0, True
+            return not self.prefers_here()
+        return self.prefers_here()
+
+    def prefers_here(self) -> bool:
+        """Whether the measurements so far favour this process over the pool."""
+        return self.here is not None and (self.pool is None or self.here <= self.pool)
+
+    def record(self, local: bool, per_item: float) -> None:
+        preferred_here = self.prefers_here()
+        if local:
+            self.here = average(self.here, per_item)
+        else:
+            self.pool = average(self.pool, per_item)
+        if self.probing and self.prefers_here() == preferred_here:
+            self.reprobe = min(2 * self.reprobe, 320)  # the probe confirmed the choice: probe less
 
 
 class Evaluator:
@@ -107,13 +171,18 @@ class Evaluator:
     one candidate and never the run. When a call to the pool fails (a
     worker died, or a hang could only be ended by killing it), each plan of it
     is retried alone, which names the culprit and scores everyone else.
+
+    Given the search's ``development`` (its initializer and improver), it is also the
+    search's :class:`~evolve.search.develop.Developer`: children are improved where they
+    are scored, in the same trip, on the same choice of place.
     """
 
     def __init__(self, problem: Problem, fitnesses: Sequence[Fitness], *, jobs: int | None = None,
                  backend: str = defaults.BACKEND, scheduler_address: str | None = None,
                  eval_timeout: float | None = None, isolate: bool | None = None,
                  min_parallel_seconds: float = defaults.MIN_PARALLEL_SECONDS,
-                 kill_grace: float = defaults.EVAL_KILL_GRACE) -> None:
+                 kill_grace: float = defaults.EVAL_KILL_GRACE,
+                 development: Development | None = None) -> None:
         if eval_timeout is not None and backend == "threading":
             raise BackendError("--eval-timeout needs a process backend (loky, dask or ray): "
                                "a thread cannot be stopped")
@@ -128,15 +197,13 @@ class Evaluator:
         if isolate is None:
             isolate = eval_timeout is not None or any(f.source != "builtin" for f in self.fitnesses)
         self.trusted = not isolate
-        self.seconds_per_plan: float | None = None
-        self.pool_seconds_per_plan: float | None = None
-        self.reprobe = 10
-        self.since_probe = 0
-        self.probing = False
+        self.scoring = Route(min_parallel_seconds)
+        self.developing = Route(min_parallel_seconds)
+        self.development = development
         self.evaluations = 0
         self.worker_failures = 0
         self.parallel: Parallel | None = None
-        self.shipped: Payload | PayloadFile = Payload(problem, self.fitnesses)
+        self.shipped: Payload | PayloadFile = Payload(problem, self.fitnesses, development)
         self.stack = ExitStack()
 
     def __enter__(self) -> Evaluator:
@@ -179,52 +246,53 @@ class Evaluator:
             return []
         began = time.perf_counter()
         count = len(plans)
-        local = self.in_process(count)
+        local = self.here(self.scoring, count)
         if local:
             out = evaluate_chunk(Payload(self.problem, self.fitnesses), plans, self.eval_timeout)
         else:
             out = [ev for chunk in self.run_chunks(split(list(plans), self.jobs)) for ev in chunk]
-        per_plan = (time.perf_counter() - began) / count
-        preferred_here = self.prefers_here()
-        if local:
-            self.seconds_per_plan = average(self.seconds_per_plan, per_plan)
-        else:
-            self.pool_seconds_per_plan = average(self.pool_seconds_per_plan, per_plan)
-        if self.probing and self.prefers_here() == preferred_here:
-            self.reprobe = min(2 * self.reprobe, 320)  # the probe confirmed the choice: probe less
+        self.scoring.record(local, (time.perf_counter() - began) / count)
         self.evaluations += count
         return out
 
-    def in_process(self, count: int) -> bool:
-        """Whether scoring here is both safe (trusted objectives) and cheaper than shipping.
+    def develop(self, work: Sequence[Work]) -> list[Developed]:
+        """The children of ``work`` developed, in order, and scored in the same trip when the
+        objectives are trusted (otherwise scoring stays on :meth:`evaluate`'s isolated path).
+        A failed trip to the pool is redone here: development is trusted code, and doing it
+        again gives the same children."""
+        if self.development is None:
+            raise UsageError("this evaluator was made without the search's development "
+                             "(pass development= to develop children with it)")
+        if not work:
+            return []
+        began = time.perf_counter()
+        local = self.here(self.developing, len(work), isolated=False)
+        fitnesses = self.fitnesses if self.trusted else None
+        if local:
+            out = [develop(self.problem, self.development, item, fitnesses, self.eval_timeout)
+                   for item in work]
+        else:
+            parallel = self.open_pool()
+            parallel.timeout = None  # trusted work of unknown length: no kill backstop
+            try:
+                out = [made for chunk in parallel(
+                    delayed(develop_chunk)(self.shipped, chunk, self.trusted, self.eval_timeout)
+                    for chunk in split(list(work), self.jobs)) for made in chunk]
+            except Exception:
+                self.worker_failures += 1
+                out = [develop(self.problem, self.development, item) for item in work]
+        self.developing.record(local, (time.perf_counter() - began) / len(work))
+        return out
 
-        The choice compares measured wall time per plan on both paths: here, and
-        through the pool (shipping, workers and collection included). The pool is
-        first tried once a call's work here exceeds ``min_parallel_seconds``; then
-        every ``reprobe`` calls the path not taken is measured again, as costs
-        drift while plans grow or shrink, less often each time a probe confirms
-        the choice.
-        """
+    def here(self, route: Route, count: int, *, isolated: bool = True) -> bool:
+        """Whether work goes to this process: scoring (``isolated``) only when the objectives
+        are trusted, and either kind only when it measured cheaper here than through the pool
+        (see :class:`Route`)."""
         if self.jobs == 1 and self.backend in ("loky", "threading"):
-            return self.trusted
-        if not self.trusted:
+            return self.trusted or not isolated
+        if isolated and not self.trusted:
             return False
-        here, pool = self.seconds_per_plan, self.pool_seconds_per_plan
-        self.probing = False
-        if count < 2 or here is None:
-            return True  # a first, in-process measurement decides the next calls
-        if pool is None:
-            return here * count < self.min_parallel_seconds
-        self.since_probe += 1
-        if self.since_probe >= self.reprobe and here * count >= self.min_parallel_seconds:
-            self.since_probe, self.probing = 0, True
-            return not self.prefers_here()
-        return self.prefers_here()
-
-    def prefers_here(self) -> bool:
-        """Whether the measurements so far favour this process over the pool."""
-        here, pool = self.seconds_per_plan, self.pool_seconds_per_plan
-        return here is not None and (pool is None or here <= pool)
+        return route.stays_here(count)
 
     def run_chunks(self, chunks: list[list[Plan]]) -> list[list[Evaluation]]:
         parallel = self.open_pool()
@@ -287,7 +355,7 @@ def capped_jobs(jobs: int | None, cores: int, *, remote: bool = False) -> tuple[
     return cores, f"--jobs {jobs} is more than this machine's {cores} cores; using {cores}"
 
 
-def split(items: list[Plan], parts: int) -> list[list[Plan]]:
+def split(items: list[Item], parts: int) -> list[list[Item]]:
     """``items`` cut into at most ``parts`` contiguous chunks of near-equal size."""
     parts = max(1, min(parts, len(items)))
     size, extra = divmod(len(items), parts)

@@ -38,6 +38,7 @@ from evolve.run.checkpoint import fingerprint
 from evolve.run.evaluator import Evaluator
 from evolve.scheduling import schedule
 from evolve.search.algorithm import Algorithm, SearchResult, minimize
+from evolve.search.develop import Development
 from evolve.search.loop import Proposer, Search
 from evolve.search.operators import STRUCTURAL, OperatorSet, operator_name
 from evolve.search.options import SearchOptions
@@ -177,7 +178,9 @@ def run_search(
             checkpoint.Writer(out, identity, interval) as checkpoints, \
             Evaluator(problem, fitnesses, jobs=options.jobs, backend=options.backend,
                       scheduler_address=options.scheduler_address,
-                      eval_timeout=options.eval_timeout, isolate=options.isolate) as evaluator:
+                      eval_timeout=options.eval_timeout, isolate=options.isolate,
+                      development=(None if htn or activity_ga
+                                   else Development(operators.initial, operators.improve))) as evaluator:
 
         def save_checkpoint(search: Algorithm, last: bool = False) -> None:
             # the last generation always: a finished run continues from it with a larger budget
@@ -196,7 +199,7 @@ def run_search(
         else:
             search = Search(problem, operators=operators, evaluator=evaluator, ranking=ranking,
                             options=options, on_event=emit, proposer=proposer,
-                            proposer_share=proposer_share, seeds=seeds)
+                            proposer_share=proposer_share, seeds=seeds, developer=evaluator)
         if restored is not None:
             search.restore(restored.state)
         result = minimize(search, options.budget(), emit=emit, on_generation=save_checkpoint,

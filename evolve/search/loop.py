@@ -8,7 +8,7 @@ seed alone, never on which worker ran what.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -20,6 +20,7 @@ from evolve.model.patch import diff_plans
 from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
 from evolve.search.algorithm import Candidate, EventSink, SearchResult, generation_end, minimize
+from evolve.search.develop import Developed, Developer, Development, InProcess, Work
 from evolve.search.operators import OperatorSet, operator_name
 from evolve.search.options import SearchOptions
 from evolve.search.ranking import Ranking
@@ -28,12 +29,14 @@ from evolve.search.ranking import Ranking
 @dataclass(frozen=True)
 class Offspring:
     """A child before scoring. ``plan`` is ``None`` when a proposer could not make one; its
-    ``meta`` (e.g. why an LLM patch was rejected) then rides on the fallback child's event."""
+    ``meta`` (e.g. why an LLM patch was rejected) then rides on the fallback child's event.
+    ``evaluation`` is the plan's verdict when whoever developed it scored it too."""
 
     plan: Plan | None
     parents: tuple[str, ...] = ()
     operator: str = "construct"
     meta: dict[str, Any] = field(default_factory=dict)
+    evaluation: Evaluation | None = None
 
 
 class Evaluator(Protocol):
@@ -86,13 +89,16 @@ class Search:
 
     ``on_generation`` is called after every generation, when the search is in a
     consistent state that :meth:`state` captures (the runner checkpoints there).
+    ``developer`` runs the costly part of making children (the initializer, the
+    improvement; see :mod:`evolve.search.develop`): in this process unless given one,
+    e.g. the run's evaluator, which develops them in its workers.
     """
 
     def __init__(self, problem: Problem, *, operators: OperatorSet, evaluator: Evaluator,
                  ranking: Ranking, options: SearchOptions, on_event: EventSink | None = None,
                  proposer: Proposer | None = None, proposer_share: float = 0.0,
                  on_generation: Callable[[Any], None] | None = None,
-                 seeds: Sequence[Plan] = ()) -> None:
+                 seeds: Sequence[Plan] = (), developer: Developer | None = None) -> None:
         if not 0.0 <= proposer_share <= 1.0:
             raise UsageError(f"proposer share must be within [0, 1], got {proposer_share}")
         self.problem = problem
@@ -101,6 +107,7 @@ class Search:
         self.proposer_share = proposer_share if proposer is not None else 0.0
         self.operators = operators
         self.evaluator = evaluator
+        self.developer = developer or InProcess(problem, Development(operators.initial, operators.improve))
         self.ranking = ranking
         self.options = options
         self.budget = options.budget()
@@ -190,12 +197,14 @@ class Search:
             proposals = self.proposer.propose(self.problem, parents, guided, generation,
                                               self.options.seed, context)
             made = dict(zip(guided, proposals))
+        breeding = {i: self.breed(parents, generation, i) for i in range(count)
+                    if made.get(i) is None or made[i].plan is None}
+        bred = develop_all(breeding, self.developer)
         children = []
         for i in range(count):
             child = made.get(i)
             if child is None or child.plan is None:
-                fallback = self.breed(parents, generation, i)
-                child = replace(fallback, meta=child.meta) if child is not None else fallback
+                child = replace(bred[i], meta=child.meta) if child is not None else bred[i]
             children.append(child)
         return children
 
@@ -215,20 +224,32 @@ class Search:
                 seen.add(plan_hash(seed))
         attempts = 0
         while len(plans) < self.options.population:
-            plan = self.operators.initial(self.problem, child_rng(self.options.seed, 0, attempts))
-            attempts += 1
-            digest = plan_hash(plan)
-            if digest not in seen or attempts > 2 * self.options.population:
-                seen.add(digest)
-                plans.append(Offspring(plan, (), operator_name(self.operators.initial)))
+            # as many first plans as are missing, developed at once; a surplus is dropped unseen
+            batch = [Work(child_rng(self.options.seed, 0, attempts + i))
+                     for i in range(self.options.population - len(plans))]
+            for made in self.developer.develop(batch):
+                attempts += 1
+                plan = made.plan if made.plan is not None else Plan()
+                digest = plan_hash(plan)
+                if digest not in seen or attempts > 2 * self.options.population:
+                    seen.add(digest)
+                    plans.append(Offspring(plan, (), operator_name(self.operators.initial),
+                                           evaluation=made.evaluation))
+                    if len(plans) == self.options.population:
+                        break
         return plans
 
-    def breed(self, parents: Sequence[Candidate], generation: int, index: int) -> Offspring:
+    def breed(self, parents: Sequence[Candidate], generation: int,
+              index: int) -> Generator[Work, Developed, Offspring]:
         """One child: maybe a crossover of two parents, then a mutation, then the local
         improvement; retried when it is a copy. An improved child that is a copy of a known
         plan (improvement pulls neighbours into the same local optimum) gives way to its
         unimproved self when that is new, so the population stays diverse; a child is improved
-        once, and later attempts are plain mutations."""
+        once, and later attempts are plain mutations.
+
+        The improvement is the one costly step, so it is not done here: the child is yielded
+        as :class:`Work` and its development sent back (see :func:`develop_all`), which lets
+        the developer improve every child of a generation at once, in its workers."""
         rng = child_rng(self.options.seed, generation, index)
         ops = self.operators
         weights = np.arange(len(parents), 0, -1, dtype=float)
@@ -256,9 +277,11 @@ class Search:
                 continue
             if ops.improve is not None and not improved_once:
                 improved_once = True  # a second climb would mostly meet the same optimum again
-                better = ops.improve(self.problem, plan, rng)
+                developed = yield Work(rng, plan)
+                rng, better = developed.rng, developed.plan
                 if better is not None and new(better):
-                    return Offspring(better, tuple(used), "+".join([*names, "improve"]))
+                    return Offspring(better, tuple(used), "+".join([*names, "improve"]),
+                                     evaluation=developed.evaluation)
             if new(plan):
                 return Offspring(plan, tuple(used), "+".join(names))
         return Offspring(plan, tuple(used), "+".join(names) or "copy")
@@ -269,22 +292,32 @@ class Search:
         self.fill_cache(hashes, plans)
         return [self.cache[digest] for digest in hashes]
 
-    def fill_cache(self, hashes: Sequence[str], plans: Sequence[Plan]) -> set[str]:
-        """Score the plans not yet in the cache; returns the hashes scored now."""
+    def fill_cache(self, hashes: Sequence[str], plans: Sequence[Plan],
+                   known: Sequence[Evaluation | None] = ()) -> set[str]:
+        """Score the plans not yet in the cache; returns the hashes scored now. ``known`` holds
+        verdicts already made for some of the plans (by their developer), in the same order."""
         todo: dict[str, Plan] = {}
-        for digest, plan in zip(hashes, plans):
-            if digest not in self.cache:
+        scored: dict[str, Evaluation] = {}
+        for digest, plan, evaluation in zip(hashes, plans, [*known, *[None] * (len(plans) - len(known))]):
+            if digest in self.cache or digest in scored:
+                continue
+            if evaluation is not None:
+                todo.pop(digest, None)
+                scored[digest] = evaluation
+            else:
                 todo.setdefault(digest, plan)
-        for digest, evaluation in zip(todo, self.evaluator.evaluate(list(todo.values()))):
-            self.cache[digest] = evaluation
-        self.evaluations += len(todo)
-        return set(todo)
+        scored.update(zip(todo, self.evaluator.evaluate(list(todo.values()))))
+        for digest in [*dict.fromkeys(hashes)]:
+            if digest in scored:
+                self.cache[digest] = scored[digest]
+        self.evaluations += len(scored)
+        return set(scored)
 
     def score(self, made: Sequence[Offspring], generation: int) -> list[Candidate]:
         """Evaluate new plans (each distinct plan once, ever) and record them as candidates."""
         plans = [child.plan for child in made if child.plan is not None]
         hashes = [plan_hash(plan) for plan in plans]
-        fresh = self.fill_cache(hashes, plans)
+        fresh = self.fill_cache(hashes, plans, [c.evaluation for c in made if c.plan is not None])
         out = []
         for digest, plan, child in zip(hashes, plans, (c for c in made if c.plan is not None)):
             cached = digest not in fresh
@@ -315,6 +348,26 @@ class Search:
                                self.ranking)
         self.history.append(stats)
         self.emit(stats)
+
+
+def develop_all(breeding: Mapping[int, Generator[Work, Developed, Offspring]],
+                developer: Developer) -> dict[int, Offspring]:
+    """Drive every child's :meth:`Search.breed` to its end, developing the work they ask for
+    in one call (so a developer with workers improves them side by side)."""
+    bred: dict[int, Offspring] = {}
+    waiting: dict[int, Work] = {}
+    for i, child in breeding.items():
+        try:
+            waiting[i] = next(child)
+        except StopIteration as done:
+            bred[i] = done.value
+    for (i, _), developed in zip(waiting.items(), developer.develop(list(waiting.values()))):
+        try:
+            breeding[i].send(developed)
+            raise AssertionError("a child asks to be developed once")  # pragma: no cover
+        except StopIteration as done:
+            bred[i] = done.value
+    return bred
 
 
 def choose(weighted: Sequence[tuple[Any, float]], rng: np.random.Generator) -> Any:

@@ -1,0 +1,119 @@
+"""Children are developed (made by the initializer, hill-climbed by the improver) where they are
+scored: in the workers when the pool is the cheaper place, with results byte-identical to a
+search that does it all in its own process, on loky and on a Dask cluster; a worker that dies
+while developing costs nothing but the time to redo its work here."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from plugins.development import DiesInWorkers, Recorded
+
+from evolve.fitness.registry import resolve_all
+from evolve.model.problem import Problem
+from evolve.problems import default_operators
+from evolve.problems.synthetic import generate_problem
+from evolve.run.evaluator import Evaluator
+from evolve.search.develop import Development, InProcess, Work, develop
+from evolve.search.loop import Search, child_rng
+from evolve.search.operators import OperatorSet
+from evolve.search.options import SearchOptions
+from evolve.search.ranking import Ranking
+
+OBJECTIVES = ["validity", "completeness", "makespan", "minimality"]
+OPTIONS = SearchOptions(population=6, keep=3, generations=3, seed=4)
+
+
+@pytest.fixture(scope="module")
+def problem() -> Problem:
+    return generate_problem(150, 2)
+
+
+def run(problem: Problem, operators: OperatorSet, *, jobs: int, backend: str = "loky",
+        force_pool: bool = True) -> tuple[list[dict[str, Any]], Evaluator]:
+    """The events of a search whose evaluator also develops its children."""
+    fitnesses = resolve_all(OBJECTIVES)
+    events: list[dict[str, Any]] = []
+    evaluator = Evaluator(problem, fitnesses, jobs=jobs, backend=backend,
+                          min_parallel_seconds=0.0 if force_pool else 1.0,
+                          development=Development(operators.initial, operators.improve))
+    with evaluator:
+        Search(problem, operators=operators, evaluator=evaluator, ranking=Ranking.of(fitnesses),
+               options=OPTIONS, on_event=events.append, developer=evaluator).run()
+    return events, evaluator
+
+
+def baseline(problem: Problem, operators: OperatorSet) -> list[dict[str, Any]]:
+    """The same search with development in its own process (the default developer)."""
+    fitnesses = resolve_all(OBJECTIVES)
+    events: list[dict[str, Any]] = []
+    with Evaluator(problem, fitnesses, jobs=1) as evaluator:
+        Search(problem, operators=operators, evaluator=evaluator, ranking=Ranking.of(fitnesses),
+               options=OPTIONS, on_event=events.append).run()
+    return events
+
+
+def recorded(problem: Problem, folder: Path) -> OperatorSet:
+    ops = default_operators(problem)
+    assert ops.improve is not None  # a catalog problem: the tool-choice climb
+    return replace(ops, initial=Recorded(ops.initial, str(folder)),
+                   improve=Recorded(ops.improve, str(folder)))
+
+
+def test_children_are_improved_in_the_workers_and_nothing_changes(problem: Problem, tmp_path: Path) -> None:
+    ops = recorded(problem, tmp_path)
+    expected = baseline(problem, ops)
+    for pid in tmp_path.iterdir():
+        pid.unlink()
+    got, evaluator = run(problem, ops, jobs=2)
+    assert got == expected
+    pids = {int(p.name) for p in tmp_path.iterdir()}
+    assert pids - {os.getpid()}, "no child was developed in a worker"
+    assert evaluator.worker_failures == 0
+    improved = [e for e in got if e.get("event") == "candidate" and "improve" in e["operator"]]
+    assert improved  # the climb really ran and made children
+
+
+def test_development_stays_here_when_the_pool_does_not_pay(problem: Problem, tmp_path: Path) -> None:
+    ops = recorded(problem, tmp_path)
+    got, _ = run(problem, ops, jobs=2, force_pool=False)
+    assert {int(p.name) for p in tmp_path.iterdir()} == {os.getpid()}
+    assert got == baseline(problem, ops)
+
+
+def test_a_worker_dying_while_developing_loses_nothing(problem: Problem) -> None:
+    ops = default_operators(problem)
+    assert ops.improve is not None
+    dying = replace(ops, improve=DiesInWorkers(ops.improve))
+    got, evaluator = run(problem, dying, jobs=2)
+    assert evaluator.worker_failures > 0
+    assert got == baseline(problem, dying)
+
+
+def test_dask_cluster_develops_the_same_children(problem: Problem) -> None:
+    pytest.importorskip("dask.distributed")
+    ops = default_operators(problem)
+    got, evaluator = run(problem, ops, jobs=2, backend="dask")
+    assert evaluator.worker_failures == 0
+    assert got == baseline(problem, ops)
+
+
+def test_development_continues_the_childs_random_stream(problem: Problem) -> None:
+    """The stream comes back as the improver left it: drawing on after a development in a
+    worker gives what drawing on after the same development here gives."""
+    ops = default_operators(problem)
+    development = Development(ops.initial, ops.improve)
+    plan = ops.initial(problem, child_rng(9, 0, 0))
+    here = develop(problem, development, Work(child_rng(9, 1, 0), plan))
+    fitnesses = resolve_all(OBJECTIVES)
+    with Evaluator(problem, fitnesses, jobs=2, min_parallel_seconds=0.0, development=development) as ev:
+        ev.develop([Work(child_rng(9, 1, 5), plan)])  # measured here first
+        there = ev.develop([Work(child_rng(9, 1, 0), plan), Work(child_rng(9, 1, 1), plan)])[0]
+    assert there.plan == here.plan
+    assert there.rng.random() == here.rng.random()
+    assert there.evaluation is not None  # trusted objectives: scored in the same trip
+    assert InProcess(problem, development).develop([Work(child_rng(9, 1, 0), plan)])[0].plan == here.plan
