@@ -18,7 +18,7 @@ import pickle
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,6 +91,12 @@ def import_path(fitnesses: Sequence[Fitness]) -> tuple[str, ...]:
     return tuple(path)
 
 
+def read_shipped(payload: Payload | PayloadFile) -> None:
+    """A worker's warm-up: read the payload (imports, the compiled problem) before work comes."""
+    if isinstance(payload, PayloadFile):
+        read_payload(payload.path, payload.import_path)
+
+
 def evaluate_chunk(payload: Payload | PayloadFile, plans: Sequence[Plan],
                    timeout: float | None = None) -> list[Evaluation]:
     """The unit of work sent to a worker: many plans per call, so dispatch cost is amortised."""
@@ -121,9 +127,10 @@ class Route:
     """Where one kind of work (scoring, developing) runs when both places are allowed: here or
     in the pool, whichever measured less wall time per item.
 
-    The pool is first tried once a call's work here exceeds ``min_parallel_seconds``; then
-    every ``reprobe`` calls the path not taken is measured again, as costs drift while plans
-    grow or shrink, less often each time a probe confirms the choice.
+    The pool is first tried once a call's work here exceeds ``min_parallel_seconds``; its
+    first call is not measured (it pays for workers that are still starting), so the second
+    is; then every ``reprobe`` calls the path not taken is measured again, as costs drift
+    while plans grow or shrink, less often each time a probe confirms the choice.
     """
 
     min_parallel_seconds: float
@@ -132,6 +139,7 @@ class Route:
     reprobe: int = 10
     since_probe: int = 0
     probing: bool = field(default=False, repr=False)
+    pool_calls: int = 0
 
     def stays_here(self, count: int) -> bool:
         here, pool = self.here, self.pool
@@ -154,6 +162,9 @@ class Route:
         preferred_here = self.prefers_here()
         if local:
             self.here = average(self.here, per_item)
+        elif self.pool_calls == 0:
+            self.pool_calls = 1
+            return
         else:
             self.pool = average(self.pool, per_item)
         if self.probing and self.prefers_here() == preferred_here:
@@ -203,6 +214,7 @@ class Evaluator:
         self.evaluations = 0
         self.worker_failures = 0
         self.parallel: Parallel | None = None
+        self.warming: Iterator[object] | None = None
         self.shipped: Payload | PayloadFile = Payload(problem, self.fitnesses, development)
         self.stack = ExitStack()
 
@@ -229,14 +241,34 @@ class Evaluator:
             # joblib runs n_jobs=1 in this very process, which isolates nothing: an isolated
             # single-job run gets a pool of two workers and sends its one chunk to one of them
             workers = 2 if self.jobs == 1 and not self.trusted else self.jobs
-            self.parallel = self.stack.enter_context(Parallel(n_jobs=workers))
+            # results come back as a generator: a call returns as soon as its work is dispatched,
+            # so this process can do a share of a development while the workers do theirs
+            self.parallel = self.stack.enter_context(Parallel(n_jobs=workers, return_as="generator"))
+            if self.backend == "loky":
+                # loky starts its processes on the first call: start them now, reading the
+                # payload, so they are ready when work comes (drained before the next call)
+                self.warming = self.parallel(delayed(read_shipped)(self.shipped) for _ in range(workers))
         except BaseException:
             self.stack.close()
             raise
         return self.parallel
 
+    def pool(self) -> Parallel:
+        """The pool, ready for a call: open, and done with its warm-up."""
+        parallel = self.open_pool()
+        if self.warming is not None:
+            warming, self.warming = self.warming, None
+            try:
+                for _ in warming:
+                    pass
+            except Exception:
+                self.worker_failures += 1  # a worker that cannot start fails the next call too
+        return parallel
+
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        if self.warming is not None:
+            self.pool()
         self.parallel = None
         self.stack.close()
 
@@ -258,6 +290,9 @@ class Evaluator:
     def develop(self, work: Sequence[Work]) -> list[Developed]:
         """The children of ``work`` developed, in order, and scored in the same trip when the
         objectives are trusted (otherwise scoring stays on :meth:`evaluate`'s isolated path).
+
+        Through the pool, this process develops a share too while it waits (it would idle
+        otherwise): three children on two workers take one child's time per process, not two.
         A failed trip to the pool is redone here: development is trusted code, and doing it
         again gives the same children."""
         if self.development is None:
@@ -269,20 +304,35 @@ class Evaluator:
         local = self.here(self.developing, len(work), isolated=False)
         fitnesses = self.fitnesses if self.trusted else None
         if local:
-            out = [develop(self.problem, self.development, item, fitnesses, self.eval_timeout)
-                   for item in work]
+            out = []
+            for item in work:
+                out.append(develop(self.problem, self.development, item, fitnesses, self.eval_timeout))
+                if self.parallel is None and self.worth_a_pool(began, len(out), len(work)):
+                    self.open_pool()  # its workers start while this process develops the rest
         else:
-            parallel = self.open_pool()
+            parts = split(list(work), self.jobs + 1)
+            mine = parts.pop() if len(parts) > 1 else []
+            parallel = self.pool()
             parallel.timeout = None  # trusted work of unknown length: no kill backstop
             try:
-                out = [made for chunk in parallel(
-                    delayed(develop_chunk)(self.shipped, chunk, self.trusted, self.eval_timeout)
-                    for chunk in split(list(work), self.jobs)) for made in chunk]
+                pending = parallel(delayed(develop_chunk)(self.shipped, chunk, self.trusted,
+                                                          self.eval_timeout) for chunk in parts)
+                here = [develop(self.problem, self.development, item, fitnesses, self.eval_timeout)
+                        for item in mine]
+                out = [made for chunk in pending for made in chunk] + here
             except Exception:
                 self.worker_failures += 1
                 out = [develop(self.problem, self.development, item) for item in work]
         self.developing.record(local, (time.perf_counter() - began) / len(work))
         return out
+
+    def worth_a_pool(self, began: float, done: int, count: int) -> bool:
+        """Whether development measured so far says this call's kind of work would pay for
+        workers: more than one job, not the threading backend, and ``count`` items' worth
+        costing at least ``min_parallel_seconds`` here."""
+        if self.jobs == 1 or self.backend == "threading":
+            return False
+        return (time.perf_counter() - began) / done * count >= self.min_parallel_seconds
 
     def here(self, route: Route, count: int, *, isolated: bool = True) -> bool:
         """Whether work goes to this process: scoring (``isolated``) only when the objectives
@@ -295,7 +345,7 @@ class Evaluator:
         return route.stays_here(count)
 
     def run_chunks(self, chunks: list[list[Plan]]) -> list[list[Evaluation]]:
-        parallel = self.open_pool()
+        parallel = self.pool()
         longest = max(len(c) for c in chunks)
         parallel.timeout = self.hard_timeout(longest)
         try:
@@ -307,7 +357,7 @@ class Evaluator:
 
     def run_alone(self, plan: Plan) -> Evaluation:
         """Score one plan in a worker of its own call; a failure of the call is this plan's."""
-        parallel = self.open_pool()
+        parallel = self.pool()
         parallel.timeout = self.hard_timeout(1)
         try:
             calls = [delayed(evaluate_chunk)(self.shipped, [plan], self.eval_timeout)]
