@@ -5,8 +5,9 @@ name however many tools make it. A spec gives parameter names and, at best, outp
 names; this module decides which are the same fact:
 
 - a tool's inputs are its required parameters, each a fact named like the parameter;
-- its outputs are the properties of its declared output schema, or one fact
-  ``<tool>_result`` (the whole result) when it declares none;
+- its outputs are the properties of its declared output schema, and ``<tool>_result``, its
+  whole result: a fact only that tool makes, so a goal naming a tool asks for that tool's
+  answer, not for facts another tool could make as well;
 - a recorded session (:mod:`evolve.problems.toolspec.trace`) renames an input after the output
   its value came from (``calculate_pace.distance`` reads ``calculate_route``'s ``distance``;
   ``flight_search.originSkyId`` reads ``search_airport``'s ``skyId``), and adds outputs it saw
@@ -14,7 +15,7 @@ names; this module decides which are the same fact:
 - without a session, an input is made by every tool with an output of the same name.
 
 What a run knows at start and must achieve come from the caller, or from the session: the
-literal arguments of its calls are known, and the outputs of the calls nothing read later are
+literal arguments of its calls are known, and the results of the calls nothing read later are
 the goal. Durations, risks and costs come from the spec's ``x-evolve`` entries or a side file,
 else a default. Each decision that is not in the input is a line of :attr:`Imported.notes`.
 """
@@ -116,18 +117,19 @@ def start(specs: Sequence[ToolSpec], spec_source: str) -> Draft:
         d.tool[spec.name] = name
         d.inputs[name] = [(p, clean_name(p, NAME)) for p in spec.required]
         params_cleaned += [f"{name}.{p} -> {f}" for p, f in d.inputs[name] if p != f]
+        declared = [clean_name(p, NAME) for p in spec.outputs or ()]
+        d.outputs[name] = list(dict.fromkeys([*declared, d.result_fact(name)]))
         if spec.outputs is None:
-            d.outputs[name] = [d.result_fact(name)]
             no_schema.append(name)
-        else:
-            d.outputs[name] = list(dict.fromkeys(clean_name(p, NAME) for p in spec.outputs))
     if cleaned:
         d.notes.append(f"tool names made valid: {listing(cleaned)}")
     if params_cleaned:
         d.notes.append(f"parameter names made valid fact names: {listing(params_cleaned)}")
+    d.notes.append(f"each tool also outputs '<tool>_{RESULT}', its whole result (a fact only it "
+                   "makes: a goal naming a tool means it)")
     if no_schema:
-        d.notes.append(f"no output schema, so one output '<tool>_{RESULT}' (the whole result): "
-                       f"{listing(no_schema)}")
+        d.notes.append(f"no output schema, so no output but '<tool>_{RESULT}' until a session shows "
+                       f"fields used: {listing(no_schema)}")
     return d
 
 
@@ -234,15 +236,16 @@ def decide_known(d: Draft, known: Sequence[str] | None, calls: Sequence[Call],
 
 
 def decide_goal(d: Draft, goal: Sequence[str], calls: Sequence[Call], edges: Sequence[Edge]) -> list[str]:
-    """The criteria: as given (a fact, or a tool meaning its outputs), else the outputs of the
-    session's calls nothing read later, else the outputs no tool reads."""
+    """The criteria: as given (a fact, or a tool meaning its whole result), else the results of
+    the session's calls nothing read later, else the results of the tools none of whose outputs
+    another tool reads."""
     made = list(dict.fromkeys(f for outs in d.outputs.values() for f in outs))
     if goal:
         out: list[str] = []
         for item in goal:
             tool = d.tool.get(item, item if item in d.outputs else None)
             if tool is not None:
-                out += d.outputs[tool]
+                out.append(d.result_fact(tool))
             elif item in made:
                 out.append(item)
             else:
@@ -252,15 +255,16 @@ def decide_goal(d: Draft, goal: Sequence[str], calls: Sequence[Call], edges: Seq
     if calls:
         read = {e.source for e in edges}
         sinks = [i for i in range(len(calls)) if i not in read]
-        out = list(dict.fromkeys(f for i in sinks for f in d.outputs[d.tool[calls[i].tool]]))
+        out = list(dict.fromkeys(d.result_fact(d.tool[calls[i].tool]) for i in sinks))
         d.notes.append(f"goal (outputs of the calls whose results no later call used: "
                        f"{listing([label(calls, i) for i in sinks])}): {listing(out)}")
         return out
     read_facts = {f for ins in d.inputs.values() for _, f in ins}
-    out = [f for f in made if f not in read_facts]
+    out = [d.result_fact(t) for t, outs in d.outputs.items() if not read_facts & set(outs)]
     if not out:
-        raise UsageError("no goal: every output is read by some tool; give --goal or --trace")
-    d.notes.append(f"goal (outputs no tool reads; give --goal to choose): {listing(out)}")
+        raise UsageError("no goal: every tool's outputs are read by some tool; give --goal or --trace")
+    d.notes.append(f"goal (the results of the tools whose outputs no tool reads; give --goal to "
+                   f"choose): {listing(out)}")
     return out
 
 
