@@ -112,6 +112,9 @@ class Sample:
     """The gold calls: ``{label, name, reads: [labels of the calls it references]}``."""
     embedded: bool
     """Whether some reference sits inside a longer string (its flow cannot be seen by equality)."""
+    flaw: str = ""
+    """What is wrong with the gold sample itself (a label given twice, a reference to no call or
+    not closed by ``$``), or ``""``."""
 
 
 def convert(sample: Mapping[str, Any], sample_id: str) -> Sample:
@@ -146,6 +149,15 @@ def convert(sample: Mapping[str, Any], sample_id: str) -> Sample:
         trace.append({"name": call["name"], "arguments": arguments, "result": results[i]})
         gold.append({"label": call.get("label", f"var{i + 1}"), "name": call["name"],
                      "reads": sorted(set(r for r in reads if r in labels))})
+    given = [c.get("label") for c in calls]
+    flaws = [f"label {label} given twice" for label in dict.fromkeys(given) if given.count(label) > 1]
+    for value in (v for c in sample["output"] for v in (c.get("arguments") or {}).values()):
+        if isinstance(value, str) and value.startswith("$var"):
+            match = REF.match(value)
+            if match is None and not EMBEDDED.search(value):
+                flaws.append(f"reference {value!r} not closed by '$'")
+            elif match is not None and match.group(1) not in labels:
+                flaws.append(f"reference {value!r} to no call")
     goal: list[str] = []
     if answer is not None:
         for value in (answer.get("arguments") or {}).values():
@@ -153,7 +165,7 @@ def convert(sample: Mapping[str, Any], sample_id: str) -> Sample:
             if match and match.group(1) in labels:
                 goal.append(calls[labels[match.group(1)]]["name"])
     return Sample(id=sample_id, query=sample.get("input", ""), trace=trace,
-                  goal=list(dict.fromkeys(goal)), gold=gold, embedded=embedded)
+                  goal=list(dict.fromkeys(goal)), gold=gold, embedded=embedded, flaw="; ".join(flaws))
 
 
 def put(doc: dict[str, Any], path: list[str], value: object) -> None:
@@ -232,7 +244,9 @@ def compare(sample: Sample, spec_path: Path, work: Path, generations: int = 0) -
     cause = ""
     if not (tasks_ok and span_ok and tools_ok):
         names = [c["name"] for c in sample.gold]
-        if len(set(names)) < len(names):
+        if sample.flaw:
+            cause = f"the gold sample is inconsistent ({sample.flaw})"
+        elif len(set(names)) < len(names):
             cause = "the gold calls one tool twice (a catalog plan runs it once: a fact has one value)"
         elif sample.embedded:
             cause = "a reference inside a longer string (no equal value, so no flow seen)"
@@ -273,8 +287,7 @@ def report(name: str, outcomes: Sequence[Outcome], seconds: float) -> None:
     print(f"{name:<11} imported {count('imported'):>8}  gold plan valid {count('reference_valid'):>8}  "
           f"plan valid {count('plan_valid'):>8}  tasks {count('tasks'):>8}  makespan {count('makespan'):>8}  "
           f"tools {count('tools'):>8}  matched {count('matched'):>8}  ({seconds:.1f} s)")
-    causes = Counter(o.cause.split(":")[0] if o.cause.startswith(("import", "other", "gold")) else o.cause
-                     for o in outcomes if not o.matched)
+    causes = Counter(o.cause.split(" (")[0].split(":")[0] for o in outcomes if not o.matched)
     for cause, k in causes.most_common():
         print(f"{'':<11} {k:>4} not matched: {cause}")
 
@@ -288,7 +301,7 @@ def vendor(folder: Path, spec: list[dict[str, Any]], samples: list[Sample], sour
         json.dumps(mcp_spec([t for t in spec if t["name"] in used]), indent=1) + "\n", encoding="utf-8")
     (folder / "samples.json").write_text(json.dumps(
         [{"id": s.id, "query": s.query, "trace": s.trace, "goal": s.goal, "gold": s.gold,
-          "embedded": s.embedded} for s in samples], indent=1) + "\n", encoding="utf-8")
+          "embedded": s.embedded, "flaw": s.flaw} for s in samples], indent=1) + "\n", encoding="utf-8")
     print(f"wrote {len(samples)} samples of {source} and {len(used)} tools to {folder}/")
 
 
@@ -313,8 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         spec, data = load_set(root, name)
         samples = [convert(s, f"{name}-{i}") for i, s in enumerate(data)][: args.limit]
         if args.vendor is not None:
-            ok = [s for s, o in zip(samples, run_set(name, spec, samples, 0, False)) if o.matched]
-            vendor(args.vendor, spec, ok[: args.count], f"NESTFUL v1 {SETS[name]}")
+            vendor(args.vendor, spec, samples[: args.count], f"NESTFUL v1 {SETS[name]}")
             return 0
         began = time.perf_counter()
         outcomes = run_set(name, spec, samples, args.generations, args.verbose)

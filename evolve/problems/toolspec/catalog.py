@@ -93,6 +93,8 @@ class Draft:
     outputs: dict[str, list[str]] = field(default_factory=dict)
     bound: dict[str, dict[str, str]] = field(default_factory=dict)
     """Catalog tool -> parameter -> the output fact a session showed it reads."""
+    origin: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(catalog tool, parameter) -> the tool whose output the session fed it."""
 
     def result_fact(self, tool: str) -> str:
         return clean_name(f"{tool.replace('.', '_')}_{RESULT}", NAME)
@@ -161,6 +163,7 @@ def add_trace(d: Draft, calls: Sequence[Call], trace_source: str) -> tuple[Edge,
                            "there: the first is kept")
             continue
         d.bound[reader][edge.argument] = fact
+        d.origin[(reader, edge.argument)] = source
         if edge.others:
             d.notes.append(f"{where} is the {seen} (the most recent call holding the value); the "
                            f"value was also seen at {listing(list(edge.others))}")
@@ -233,6 +236,27 @@ def decide_known(d: Draft, known: Sequence[str] | None, calls: Sequence[Call],
     if rest:
         d.notes.append(f"known at start (inputs no tool makes, taken as given): {listing(rest)}")
     return out + rest
+
+
+def separate_known(d: Draft, initial: Sequence[str]) -> None:
+    """An input the session fed from an output whose fact is also known at start reads a fact of
+    its own, ``<source tool>_<fact>``, made by that tool: else the known value would stand in for
+    the output and the flow the session showed would be lost."""
+    known = set(initial)
+    moved = []
+    for (reader, param), source in d.origin.items():
+        fact = d.bound[reader][param]
+        if fact not in known:
+            continue
+        own = clean_name(f"{source.replace('.', '_')}_{fact}", NAME)
+        if own not in d.outputs[source]:
+            d.outputs[source].append(own)
+        d.inputs[reader] = [(p, own if f == fact and p == param else f) for p, f in d.inputs[reader]]
+        d.bound[reader][param] = own
+        moved.append(f"{reader}.{param} <- {own}")
+    if moved:
+        d.notes.append(f"inputs fed from an output whose name is also a fact known at start read an "
+                       f"output of their own: {listing(moved)}")
 
 
 def decide_goal(d: Draft, goal: Sequence[str], calls: Sequence[Call], edges: Sequence[Edge]) -> list[str]:
@@ -341,9 +365,10 @@ def build_catalog(
     cannot be reached from what is known."""
     d = start(specs, spec_source)
     edges = add_trace(d, calls, trace_source) if calls else ()
-    tools = tool_fields(d, side or {})
     initial = decide_known(d, known, calls, edges)
+    separate_known(d, initial)
     criteria = decide_goal(d, goal, calls, edges)
+    tools = tool_fields(d, side or {})
     doc: dict[str, Any] = {"name": name or "imported", "initial": initial, "criteria": criteria,
                            "tools": tools}
     problem = problem_from_dict(doc, spec_source)
