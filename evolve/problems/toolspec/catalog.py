@@ -238,25 +238,30 @@ def decide_known(d: Draft, known: Sequence[str] | None, calls: Sequence[Call],
     return out + rest
 
 
-def separate_known(d: Draft, initial: Sequence[str]) -> None:
-    """An input the session fed from an output whose fact is also known at start reads a fact of
-    its own, ``<source tool>_<fact>``, made by that tool: else the known value would stand in for
-    the output and the flow the session showed would be lost."""
+def separate_sources(d: Draft, initial: Sequence[str], calls: Sequence[Call]) -> None:
+    """An input the session fed from one tool's output reads a fact of its own,
+    ``<source tool>_<fact>``, made by that tool alone, when the plain fact would let something
+    else stand in for it: a fact also known at start, or one another tool of the session makes
+    too (``step2.id`` fed by ``step1``'s ``id`` must not read ``step0``'s). Tools the session
+    did not call stay alternatives: the catalog is for choosing among them."""
     known = set(initial)
+    called = {d.tool[c.tool] for c in calls}
     moved = []
     for (reader, param), source in d.origin.items():
         fact = d.bound[reader][param]
-        if fact not in known:
+        rivals = [t for t in called if t != source and fact in d.outputs[t]]
+        if fact not in known and not rivals:
             continue
         own = clean_name(f"{source.replace('.', '_')}_{fact}", NAME)
         if own not in d.outputs[source]:
             d.outputs[source].append(own)
         d.inputs[reader] = [(p, own if f == fact and p == param else f) for p, f in d.inputs[reader]]
         d.bound[reader][param] = own
-        moved.append(f"{reader}.{param} <- {own}")
+        why = "known at start" if fact in known else f"made by {listing(sorted(rivals))} too"
+        moved.append(f"{reader}.{param} <- {own} ({fact!r} is {why})")
     if moved:
-        d.notes.append(f"inputs fed from an output whose name is also a fact known at start read an "
-                       f"output of their own: {listing(moved)}")
+        d.notes.append(f"inputs the session fed from one tool's output read an output of their own: "
+                       f"{listing(moved)}")
 
 
 def decide_goal(d: Draft, goal: Sequence[str], calls: Sequence[Call], edges: Sequence[Edge]) -> list[str]:
@@ -366,7 +371,7 @@ def build_catalog(
     d = start(specs, spec_source)
     edges = add_trace(d, calls, trace_source) if calls else ()
     initial = decide_known(d, known, calls, edges)
-    separate_known(d, initial)
+    separate_sources(d, initial, calls)
     criteria = decide_goal(d, goal, calls, edges)
     tools = tool_fields(d, side or {})
     doc: dict[str, Any] = {"name": name or "imported", "initial": initial, "criteria": criteria,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evolve.model.files import Reader, describe, join
+from evolve.problems.toolspec.meta import read_meta
 
 EXTENSION = "x-evolve"
 """The key under which a spec's tool entry gives catalog fields (duration, risk, ...) itself."""
@@ -91,7 +92,7 @@ def read_entry(r: Reader, entry: object, path: str) -> ToolSpec:
     meta: dict[str, Any] = {}
     meta_where = ""
     if EXTENSION in doc:
-        meta, meta_where = r.mapping(doc[EXTENSION], join(path, EXTENSION), None), join(path, EXTENSION)
+        meta, meta_where = read_meta(r, doc[EXTENSION], join(path, EXTENSION)), join(path, EXTENSION)
     if "function" in doc or doc.get("type") == "function":
         kind = doc.get("type", "function")
         if kind != "function":
@@ -102,7 +103,7 @@ def read_entry(r: Reader, entry: object, path: str) -> ToolSpec:
         path = join(path, "function")
         doc = r.mapping(doc["function"], path, None)
         if EXTENSION in doc:
-            meta = {**meta, **r.mapping(doc[EXTENSION], join(path, EXTENSION), None)}
+            meta = {**meta, **read_meta(r, doc[EXTENSION], join(path, EXTENSION))}
             meta_where = join(path, EXTENSION)
     if "name" not in doc:
         raise r.fail(join(path, "name"), "missing: every tool needs a name")
