@@ -16,8 +16,8 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evolve.cli.main import cli
 from evolve import load_plan, load_problem, schedule, validate
+from evolve.cli.main import cli
 from evolve.model.errors import InputError, UsageError
 from evolve.problems.toolspec import import_tools
 from evolve.problems.toolspec.trace import Call, dataflow
@@ -129,7 +129,8 @@ def test_a_session_names_inputs_after_the_outputs_that_fed_them(tmp_path: Path) 
     tools, problem = imported.problem.tools, imported.problem
     assert tools["get_order"].outputs == ("get_order_result", "customer_id", "total")
     assert tools["lookup_payments"].inputs == ("customer_id",)
-    assert tools["issue_refund"].inputs == ("last_capture", "total")  # not captures[0].id: lists are no fields
+    # not captures[0].id: list items are no fields
+    assert tools["issue_refund"].inputs == ("last_capture", "total")
     assert problem.initial == ("order_id",)  # the only literal argument
     assert problem.criteria == ("issue_refund_result",)  # the call whose result nobody read
     assert any("lookup_payments.customer <- customer_id" in n for n in imported.notes)
@@ -149,11 +150,13 @@ def test_dataflow_prefers_the_latest_call_and_the_field_named_like_the_argument(
 
 def test_a_known_fact_does_not_hide_the_flow_a_session_showed(tmp_path: Path) -> None:
     spec = {"tools": [
-        {"name": "search", "inputSchema": {"type": "object", "properties": {"city": {}}, "required": ["city"]},
+        {"name": "search",
+         "inputSchema": {"type": "object", "properties": {"city": {}}, "required": ["city"]},
          "outputSchema": {"type": "object", "properties": {"city": {}, "hotel": {}}}},
         {"name": "book", "inputSchema": {"type": "object", "properties": {"city": {}, "hotel": {}},
                                          "required": ["city", "hotel"]}}]}
-    trace = [{"name": "search", "arguments": {"city": "SF"}, "result": {"city": "San Francisco", "hotel": "h1"}},
+    trace = [{"name": "search", "arguments": {"city": "SF"},
+              "result": {"city": "San Francisco", "hotel": "h1"}},
              {"name": "book", "arguments": {"city": "San Francisco", "hotel": "h1"}, "result": "ok"}]
     imported = import_tools(write(tmp_path / "s.json", spec), trace_path=write(tmp_path / "t.json", trace),
                             goal=["search", "book"])

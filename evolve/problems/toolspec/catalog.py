@@ -168,17 +168,16 @@ def add_trace(d: Draft, calls: Sequence[Call], trace_source: str) -> tuple[Edge,
             d.notes.append(f"{where} is the {seen} (the most recent call holding the value); the "
                            f"value was also seen at {listing(list(edge.others))}")
         spec = specs[calls[edge.call].tool]
-        params = [p for p, _ in d.inputs[reader]]
-        if edge.argument not in params:
+        if edge.argument not in [p for p, _ in d.inputs[reader]]:
             kind = "an optional parameter" if edge.argument in spec.optional else "not in its schema"
             d.inputs[reader].append((edge.argument, clean_name(edge.argument, NAME)))
             d.notes.append(f"{reader}.{edge.argument} ({kind}) is an input: the session fed it "
                            f"the {seen}")
         kept.append(edge)
     renamed = []
-    for tool, params in d.inputs.items():
+    for tool, pairs in d.inputs.items():
         binding = d.bound.get(tool, {})
-        facts = [(p, binding.get(p, f)) for p, f in params]
+        facts = [(p, binding.get(p, f)) for p, f in pairs]
         renamed += [f"{tool}.{p} <- {f}" for p, f in facts if p in binding and clean_name(p, NAME) != f]
         merged_inputs: dict[str, str] = {}
         for p, f in facts:

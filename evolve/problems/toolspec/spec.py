@@ -75,7 +75,8 @@ def tool_entries(r: Reader, doc: object) -> tuple[list[Any], str]:
             raise r.fail("error", f"a JSON-RPC error response, not a tool list: {describe(doc['error'])}")
         doc, prefix = doc["result"], "result"
         if not isinstance(doc, Mapping):
-            raise r.fail(prefix, f"expected a tools/list result (a mapping with 'tools'), got {describe(doc)}")
+            raise r.fail(prefix, "expected a tools/list result (a mapping with 'tools'), "
+                         f"got {describe(doc)}")
     if "tools" not in doc:
         raise r.fail(join(prefix, "tools"), "missing: the file must list its tools under 'tools' "
                      "(OpenAI function tools or an MCP tools/list result)")
@@ -133,7 +134,8 @@ def read_parameters(r: Reader, schema: object, path: str) -> tuple[tuple[str, ..
     if kind != "object":
         raise r.fail(join(path, "type"), f"expected 'object' (arguments are named), got {describe(kind)}")
     props = r.mapping(doc.get("properties", {}), join(path, "properties"), None)
-    required = r.optional(doc, "required", path, r.strings, ())
+    no_names: tuple[str, ...] = ()
+    required = r.optional(doc, "required", path, r.strings, no_names)
     for i, name in enumerate(required):
         if name not in props:
             raise r.fail(f"{join(path, 'required')}[{i}]", f"{describe(name)} is not among the properties")

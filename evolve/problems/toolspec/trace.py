@@ -13,6 +13,7 @@ A trace is a list of calls, or ``{"calls": [...]}``; a call is ``{name, argument
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -77,10 +78,8 @@ def read_call(r: Reader, item: object, path: str) -> Call:
     arguments = r.mapping(arguments if arguments is not None else {}, join(path, "arguments"), None)
     result = doc.get("result")
     if isinstance(result, str):
-        try:
+        with contextlib.suppress(ValueError):  # a plain text result is a value like any other
             result = json.loads(result)
-        except ValueError:
-            pass  # a plain text result is a value like any other
     if isinstance(result, Mapping) and "structuredContent" in result:
         result = result["structuredContent"]
     return Call(tool=tool, arguments=arguments, result=result, where=path)
