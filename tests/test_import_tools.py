@@ -43,7 +43,7 @@ def function(name: str, props: dict[str, Any], required: list[str], description:
 
 OPENAI = {"tools": [
     function("get_order", {"order_id": {"type": "string"}, "verbose": {"type": "boolean"}}, ["order_id"],
-             "Fetch an order"),
+             "Fetch an order\r"),
     function("lookup_payments", {"customer": {"type": "string"}}, ["customer"]),
     function("issue_refund", {"capture_id": {"type": "string"}, "amount": {"type": "number"}},
              ["capture_id", "amount"]),
@@ -203,6 +203,7 @@ BAD_SPECS: list[tuple[object, str]] = [
     ({"tools": [function("a", {"x": {}}, ["y"])]}, "tools[0].function.parameters.required[0]"),
     ({"tools": [{"name": "a", "inputSchema": {"type": "array"}}]}, "tools[0].inputSchema.type"),
     ({"tools": [{"name": "a"}, {"name": "a"}]}, "tools[1].name: \"a\" is defined twice"),
+    ({"tools": [{"name": "a", "description": 3}]}, "tools[0].description: expected text"),
     ({"tools": [{"name": "a", "x-evolve": {"duration": -1}}]}, "tools[0].x-evolve.duration"),
     ({"tools": [{"name": "a", "x-evolve": {"speed": 1}}]}, "tools[0].x-evolve.speed: unknown key"),
     ({"jsonrpc": "2.0", "id": 1, "error": {"code": -1}, "result": None}, "error: a JSON-RPC error"),

@@ -77,7 +77,7 @@ def clean_name(text: str, pattern: re.Pattern[str]) -> str:
 def clean_text(text: str) -> str:
     """A description the loader accepts: control characters as spaces, at most :data:`MAX_TEXT`."""
     out = "".join(" " if unicodedata.category(c) in ("Cc", "Cf") and c not in "\n\t" else c for c in text)
-    return out[:MAX_TEXT]
+    return out.strip()[:MAX_TEXT]
 
 
 @dataclass

@@ -109,7 +109,7 @@ def read_entry(r: Reader, entry: object, path: str) -> ToolSpec:
     if "name" not in doc:
         raise r.fail(join(path, "name"), "missing: every tool needs a name")
     name = r.string(doc["name"], join(path, "name"))
-    description = r.optional(doc, "description", path, r.text, "")
+    description = r.optional(doc, "description", path, lambda v, p: free_text(r, v, p), "")
     if "inputSchema" in doc:
         params_key = "inputSchema"
     elif "parameters" in doc:
@@ -125,6 +125,14 @@ def read_entry(r: Reader, entry: object, path: str) -> ToolSpec:
         meta, meta_where = {**meta, "risk": risk}, meta_where or join(path, "annotations")
     return ToolSpec(name=name, where=path, description=description, required=required,
                     optional=optional, outputs=outputs, meta=meta, meta_where=meta_where)
+
+
+def free_text(r: Reader, value: object, path: str) -> str:
+    """A spec's description as written (the catalog cleans control characters and length):
+    specs in the wild hold carriage returns and long texts, which are no reason to refuse them."""
+    if not isinstance(value, str):
+        raise r.fail(path, f"expected text, got {describe(value)}")
+    return value
 
 
 def read_parameters(r: Reader, schema: object, path: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
