@@ -227,3 +227,10 @@ AUTHOR_RICHNESS = 0.01
 
 RUNS_DIR = "runs"
 """Where new run folders go when no --out is given (``$EVOLVE_RUNS_DIR`` overrides it)."""
+
+# -- importing tool specs (evolve import-tools; see evolve.problems.toolspec) --------------------
+IMPORT_DURATION = 1.0
+"""Duration of an imported tool neither its spec nor the side file times (a guess, reported): one
+unit each, so a plan's makespan counts the calls on its longest chain."""
+IMPORT_RISK = "read"
+"""Risk of an imported tool neither its spec nor the side file classes (a guess, reported)."""

@@ -34,6 +34,7 @@ from evolve.cli.options import LlmSettings, llm_options, search_options
 from evolve.cli.patterns import COMMANDS as PATTERN_COMMANDS
 from evolve.cli.plan import COMMANDS as PLAN_COMMANDS
 from evolve.cli.report import COMMANDS as REPORT_COMMANDS
+from evolve.cli.tools import COMMANDS as TOOLS_COMMANDS
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all, survey
 from evolve.llm.usage import usage_line
@@ -332,7 +333,7 @@ def generate_cmd(tools: int, seed: int, name: str | None, no_approval: bool, no_
 
 
 for command in (*REPORT_COMMANDS, bench, *HTN_COMMANDS, *EXECUTE_COMMANDS, *HUMAN_COMMANDS,
-                *PATTERN_COMMANDS, *PLAN_COMMANDS):
+                *PATTERN_COMMANDS, *PLAN_COMMANDS, *TOOLS_COMMANDS):
     cli.add_command(command)
 
 

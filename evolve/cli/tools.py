@@ -1,0 +1,81 @@
+"""``evolve import-tools``: a problem catalog from OpenAI function tools or an MCP tool list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import yaml
+
+from evolve import defaults
+from evolve.cli.common import friendly
+from evolve.model.errors import InputError, printable
+from evolve.model.files import describe
+from evolve.problems.toolspec import import_tools as import_catalog
+from evolve.problems.toolspec import problem_yaml
+
+
+def names(values: tuple[str, ...]) -> list[str]:
+    """Repeated or comma-separated option values, in order, without blanks."""
+    return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+@click.command(name="import-tools")
+@click.argument("spec_file", type=click.Path(dir_okay=False))
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
+              help="Problem file to write (YAML); default: print it.")
+@click.option("--meta", "meta_file", type=click.Path(dir_okay=False), default=None,
+              help="Side file keyed by tool name: duration, risk, cost, scope, ... of each tool "
+                   f"(without one: duration {defaults.IMPORT_DURATION:g}, risk {defaults.IMPORT_RISK}).")
+@click.option("--trace", "trace_file", type=click.Path(dir_okay=False), default=None,
+              help="A recorded session (calls with arguments and results): an argument equal to an "
+                   "earlier result field is dataflow, and names the input after that output.")
+@click.option("--goal", "goal", multiple=True,
+              help="A fact the plan must make, or a tool meaning its outputs (repeat or comma-separate; "
+                   "default: from the trace, else the outputs no tool reads).")
+@click.option("--known", "known", multiple=True,
+              help="A fact known at start (repeat or comma-separate; default: the trace's literal "
+                   "arguments and the inputs no tool makes).")
+@click.option("--name", default=None, help="The problem's name (default: the spec file's stem).")
+@click.option("--plan-out", "plan_file", type=click.Path(dir_okay=False), default=None,
+              help="Also write the trace as a plan of the problem (one task per call).")
+@friendly
+def import_tools(spec_file: str, out_file: str | None, meta_file: str | None, trace_file: str | None,
+                 goal: tuple[str, ...], known: tuple[str, ...], name: str | None,
+                 plan_file: str | None) -> None:
+    """Write a problem catalog for the tools SPEC_FILE defines: OpenAI function tools
+    ({tools: [{type: function, function: {name, description, parameters}}]} or the bare list) or
+    an MCP tools/list result (or the JSON-RPC response holding it).
+
+    Inputs are the required parameters, outputs the declared output schema's properties (else one
+    <tool>_result); every guess is printed on stderr and written as a comment in the file."""
+    if plan_file is not None and trace_file is None:
+        raise click.BadParameter("needs --trace (the plan is the trace's calls)", param_hint="--plan-out")
+    imported = import_catalog(spec_file, meta_path=meta_file, trace_path=trace_file, goal=names(goal),
+                              known=names(known) or None, name=name)
+    sources = [f"spec {spec_file}"] + ([f"side file {meta_file}"] if meta_file else []) \
+        + ([f"trace {trace_file}"] if trace_file else [])
+    text = problem_yaml(imported, [f"Written by `evolve import-tools` from {', '.join(sources)}."])
+    for note in imported.notes:
+        click.echo(f"guess: {printable(note)}", err=True)
+    if out_file is None:
+        click.echo(text, nl=False)
+    else:
+        write(out_file, text)
+    if plan_file is not None and imported.reference is not None:
+        write(plan_file, yaml.safe_dump(imported.reference.to_dict(), sort_keys=False,
+                                        default_flow_style=None, width=100))
+    problem = imported.problem
+    click.echo(f"{out_file or 'problem'}: {len(problem.tools)} tools, initial: "
+               f"{', '.join(problem.initial) or '-'}; criteria: {', '.join(problem.criteria)}"
+               + (f"; plan of the trace: {plan_file}" if plan_file else ""), err=True)
+
+
+def write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(path, "", f"cannot write {describe(path)} ({exc.strerror or exc})") from None
+
+
+COMMANDS = (import_tools,)
