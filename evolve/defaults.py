@@ -164,6 +164,10 @@ EXECUTE_DISPATCHERS = ("local", "dask")
 """Where tool calls run: threads of this process, or a Dask cluster (``--dispatcher``)."""
 EXECUTE_DISPATCHER = "local"
 """``--dispatcher`` when none is named: tool calls run in threads of this process."""
+EXECUTE_HORIZON: int | None = None
+"""``--horizon`` when none is given: the whole plan is committed at once (no rolling horizon).
+With ``K``, only the next ``K`` tasks of the plan are committed; when they are over, the rest is
+planned again from what they made (a revision with the reason ``horizon``)."""
 EXECUTE_REPLANNERS = ("search", "llm")
 """Who proposes a new plan (``--replanner``): the plan search, or the LLM operator."""
 EXECUTE_REPLANNER = "search"

@@ -106,6 +106,8 @@ class PlanExecuteAgent:
     planner itself (the search when the planner is the search). ``max_steps`` counts every tool
     call and replan, ``max_replans`` the replans; both are hard. ``out``: the run folder (default:
     a new one under ``runs/``). ``facts``: the values of the problem's initial facts.
+    ``horizon``: a rolling horizon of that many tasks (see :mod:`evolve.execute.horizon`): the
+    replanner then plans the rest each time the committed tasks are over.
     """
 
     def __init__(
@@ -124,9 +126,12 @@ class PlanExecuteAgent:
         timeout: float = defaults.EXECUTE_TIMEOUT,
         report: bool = True,
         on_event: Callable[[dict[str, Any]], None] | None = None,
+        horizon: int | None = defaults.EXECUTE_HORIZON,
     ) -> None:
         if attempts < 1:
             raise EvolveError(f"attempts must be >= 1, got {attempts}")
+        if horizon is not None and horizon < 1:
+            raise EvolveError(f"horizon must be >= 1 (or None), got {horizon}")
         self.problem = problem if isinstance(problem, Problem) else load_problem(problem)
         self.tools = dict(tools)
         self.out = Path(out) if out is not None else new_run_dir(runs_root())
@@ -134,7 +139,7 @@ class PlanExecuteAgent:
         self.planner: Planner = planner or SearchPlanner(self.problem, self.out / "plan", seed=seed)
         self.replanner = replanner
         self.options = ExecuteOptions(
-            max_steps=max_steps, max_replans=max_replans, seed=seed, timeout=timeout
+            max_steps=max_steps, max_replans=max_replans, seed=seed, timeout=timeout, horizon=horizon
         )
         self.attempts = attempts
         self.report = report

@@ -109,6 +109,12 @@ def progress(as_json: bool) -> Any:
             )
         elif kind == "plan.draft":
             text = f"replanning ({event['replanner']}): {event['reason']}"
+        elif kind == "plan.window":
+            text = f"horizon {event['horizon']}: revision {event['revision']} commits " + (
+                ", ".join(event["committed"]) or "-"
+            )
+        elif kind == "plan.horizon" and event["action"] == "lift":
+            text = "horizon: no replan left, the rest of the plan is committed as it stands"
         elif kind.startswith("awaiting_"):
             text = f"{event['task']:<6} {event['tool']} waits for a person ({event['kind']})"
         else:
@@ -156,6 +162,15 @@ def progress(as_json: bool) -> Any:
     default=defaults.EXECUTE_MAX_REPLANS,
     show_default=True,
     help="Replans the run may spend.",
+)
+@click.option(
+    "--horizon",
+    type=click.IntRange(min=1),
+    default=defaults.EXECUTE_HORIZON,
+    metavar="K",
+    help="A rolling horizon: commit only the next K tasks of the plan, run them, then plan the "
+    "rest again from what they made (each a revision with the reason horizon; it spends a replan "
+    "and a step). Default: the whole plan is committed.",
 )
 @click.option(
     "--resume",
@@ -260,6 +275,7 @@ def execute(
     out_dir: str | None,
     max_steps: int,
     max_replans: int,
+    horizon: int | None,
     resume_dir: str | None,
     simulate: bool,
     fail_items: tuple[str, ...],
@@ -302,6 +318,10 @@ def execute(
                     "journal: give no PLAN_FILE, --simulate, --fail, --fact or --input (--problem "
                     "gives the scopes only)"
                 )
+            if horizon is not None:
+                raise click.UsageError(
+                    "--resume DIR keeps the run's own --horizon (from its journal): give no --horizon"
+                )
             folder = Path(resume_dir)
             read_run(folder)[0].close()
             scopes = load_problem(problem_file).scopes if problem_file is not None else None
@@ -324,6 +344,7 @@ def execute(
             options = ExecuteOptions(
                 max_steps=max_steps,
                 max_replans=max_replans,
+                horizon=horizon,
                 seed=seed,
                 timeout=timeout,
                 journal_sync=journal_sync,

@@ -11,7 +11,8 @@ One coordinator loop, in this order, until nothing is left to do:
 3. the *result commit* (:mod:`evolve.execute.result_commit`): answers from the dispatcher, each
    committed in one transaction (outputs and ``done``, or the error); a failure is retried
    (:class:`~evolve.execute.retry.RetryPolicy`) or is final, and then its ``on_failure`` decides;
-4. *replan* (:mod:`evolve.execute.revisions`), once nothing is running, when asked for;
+4. *replan* (:mod:`evolve.execute.revisions`), once nothing is running, when asked for (under a
+   rolling horizon, :mod:`evolve.execute.horizon`, also when the committed tasks are over);
 5. *people* (:mod:`evolve.execute.approvals`): when only tasks a person owns are left, the
    session stops ``waiting`` (or, with ``wait``, polls the journal for their decisions); a
    resumed session first settles what people decided while it was stopped.
@@ -43,7 +44,7 @@ from evolve.execute.readiness_pass import readiness_pass
 from evolve.execute.recovery import recover, resumed
 from evolve.execute.replan import Replanner
 from evolve.execute.result_commit import commit_results
-from evolve.execute.revisions import commit_revision, replan
+from evolve.execute.revisions import commit_revision, move_horizon, replan
 from evolve.execute.state import RunState
 from evolve.execute.tools import ToolFn
 from evolve.execute.transitions import Change
@@ -140,6 +141,8 @@ class Executor:
                     continue
                 if ctx.stop is not None:
                     break
+                if ctx.state.replan is None and move_horizon(ctx):
+                    continue  # a rolling horizon's committed tasks are over: the rest is planned again
                 if ctx.state.replan is not None and not waiting(ctx):
                     replan(ctx)  # (while a person decides, the replan waits: it sees the decision)
                     continue

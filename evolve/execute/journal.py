@@ -329,6 +329,8 @@ class Journal:
             self.put_ask(db, record)
         elif isinstance(record, rec.Decided):
             self.put_decision(db, record)
+        elif isinstance(record, rec.Window):
+            self.put_meta(db, {"window": {"revision": record.revision, "tasks": list(record.tasks)}})
         else:
             assert_never(record)
 

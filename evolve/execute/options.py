@@ -27,6 +27,10 @@ class ExecuteOptions:
     deadline_includes_waiting: bool = defaults.EXECUTE_DEADLINE_INCLUDES_WAITING
     """Whether the time people took to decide counts against ``limits.deadline_s`` (by default
     it does not: the deadline is the run's own working time)."""
+    horizon: int | None = defaults.EXECUTE_HORIZON
+    """A rolling horizon: only the next ``horizon`` tasks of the plan are committed at a time;
+    when they are over, the rest is planned again from what they made (``None``: the whole plan
+    is committed, as given). See :mod:`evolve.execute.horizon`."""
 
     def __post_init__(self) -> None:
         if self.max_steps < 1 or self.max_replans < 0:
@@ -39,6 +43,13 @@ class ExecuteOptions:
             raise ValueError("wait must be >= 0 and wait_poll > 0")
         if self.timeout <= 0 or self.backoff < 0 or self.backoff_cap < 0 or self.retry_window < 0:
             raise ValueError("timeout must be > 0 and backoff, backoff_cap, retry_window >= 0")
+        if self.horizon is not None and self.horizon < 1:
+            raise ValueError(f"horizon must be >= 1, got {self.horizon}")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The options as the journal keeps them; ``horizon`` only when one is set, so a run
+        without one journals exactly what it did before the option existed."""
+        options = asdict(self)
+        if self.horizon is None:
+            del options["horizon"]
+        return options

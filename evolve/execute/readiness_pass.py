@@ -29,8 +29,10 @@ CASCADE_WHY = "an upstream task failed (skip_dependents)"
 
 def readiness_pass(ctx: RunContext) -> None:
     """Decide every task on the agenda (a task waiting for its retry is taken up when its time
-    comes; one already queued stays queued)."""
+    comes; one already queued stays queued; under a rolling horizon, a task outside the
+    committed window is left for the next revision)."""
     status = ctx.state.status
+    committed = ctx.state.window  # under a rolling horizon, only these may go on
     seen: set[str] = set()
     while ctx.agenda and ctx.stop is None:
         _, tid = heapq.heappop(ctx.agenda)
@@ -39,6 +41,7 @@ def readiness_pass(ctx: RunContext) -> None:
             or status.get(tid) != "pending"
             or ctx.queue.is_queued(tid)
             or ctx.queue.is_waiting(tid)
+            or (committed is not None and tid not in committed)
         ):
             continue
         seen.add(tid)

@@ -189,5 +189,18 @@ class Decided:
     outputs: Mapping[str, Any] | None = None
 
 
-Record = Dispatched | Settled | ReplanAsked | ReplanTried | Revised | Asked | Decided | ModelCalls
+@dataclass(frozen=True)
+class Window:
+    """Under a rolling horizon (``ExecuteOptions.horizon``), the tasks of ``revision`` that are
+    committed: only they may run; when they are over, the rest of the plan is planned again.
+    Committed with its revision, in one transaction, so a resumed run knows where the horizon
+    stood (journal meta ``window``)."""
+
+    revision: int
+    tasks: tuple[str, ...]
+
+
+Record = (
+    Dispatched | Settled | ReplanAsked | ReplanTried | Revised | Asked | Decided | ModelCalls | Window
+)
 """Every kind of record (see the module docstring to add one)."""

@@ -1,17 +1,19 @@
 """Revisions of the plan: the first one, and replanning (ask the replanner, check its proposal,
-commit it as a new revision with its tasks' rows and planned times)."""
+commit it as a new revision with its tasks' rows and planned times); under a rolling horizon,
+each revision's committed window and the horizon's move when that window is over."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from evolve.execute import horizon
 from evolve.execute.context import RunContext
 from evolve.execute.limits import over_llm_budget
 from evolve.execute.outcome import PlanDiff, Stop
-from evolve.execute.records import ModelCalls, Record, ReplanTried, Revised, TaskRow, TaskStatus
+from evolve.execute.records import ModelCalls, Record, ReplanTried, Revised, TaskRow, TaskStatus, Window
 from evolve.execute.replan import Metered, pending_plan, signature, situation, translate
-from evolve.execute.transitions import Change
+from evolve.execute.transitions import Change, horizon_lifted, horizon_reached
 from evolve.model.plan import Plan
 from evolve.model.validate import validate
 from evolve.scheduling import schedule
@@ -35,7 +37,11 @@ def replan(ctx: RunContext) -> None:
         ctx.halt(Stop("no_plan", f"no replanner; {reason}"))
         return
     revision = state.revision + 1
-    now_situation = situation(ctx.problem, state.plan, state.status, state.outputs, state.excluded, reason)
+    # under a rolling horizon the problem as it now stands also says what the tools were seen to make
+    known = ctx.problem
+    if options.horizon is not None:
+        known = horizon.observed_problem(ctx.problem, ctx.journal.calls())
+    now_situation = situation(known, state.plan, state.status, state.outputs, state.excluded, reason)
     metered = ctx.replanner if isinstance(ctx.replanner, Metered) else None
     need = metered.model_calls_needed(now_situation) if metered is not None else 0
     spent = over_llm_budget(ctx, need, f"the replan of revision {revision}")
@@ -92,6 +98,23 @@ def replan(ctx: RunContext) -> None:
     ctx.mark_pending()
 
 
+def move_horizon(ctx: RunContext) -> bool:
+    """Under a rolling horizon whose committed tasks are all over: ask for the rest to be planned
+    again (the replan then runs as any other), or, with no replan left, commit the rest as it
+    stands. ``False``: the horizon does not move (none set, or not reached)."""
+    state = ctx.state
+    can_replan = ctx.replanner is not None and state.replans < ctx.options.max_replans
+    move = horizon.step(ctx.problem, state, can_replan)
+    if move is None:
+        return False
+    if move == "replan":
+        ctx.commit(horizon_reached(state, horizon.REASON, ctx.ev))
+    else:
+        ctx.commit(horizon_lifted(state, ctx.ev))
+        ctx.mark_pending()
+    return True
+
+
 def commit_revision(
     ctx: RunContext,
     revision: int,
@@ -104,7 +127,8 @@ def commit_revision(
     meta: Mapping[str, Any] | None = None,
 ) -> None:
     """Commit a revision: new tasks' rows with their planned times, the invalidated tasks, the
-    ``plan.diff`` and ``plan.commit`` events, and the replan request cleared."""
+    ``plan.diff`` and ``plan.commit`` events, and the replan request cleared; under a rolling
+    horizon, in the same transaction, the tasks it commits (its window, ``plan.window``)."""
     gone = tuple(invalidated)
     status: dict[str, TaskStatus] = dict(ctx.state.status)
     for tid in gone:
@@ -143,6 +167,11 @@ def commit_revision(
             },
         )
     )
-    record = Revised(revision, plan, gone, sig, patch, diff, reason, now, tuple(rows))
-    ctx.commit(Change((record,), tuple(events)), meta)
+    records: tuple[Record, ...] = (Revised(revision, plan, gone, sig, patch, diff, reason, now, tuple(rows)),)
+    k = ctx.options.horizon
+    if k is not None:
+        committed = horizon.window(ctx.problem, plan, status, k)
+        records += (Window(revision, committed),)
+        events.append(ctx.ev.event("plan.window", revision=revision, horizon=k, committed=list(committed)))
+    ctx.commit(Change(records, tuple(events)), meta)
     ctx.reindex()

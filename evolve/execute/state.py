@@ -25,6 +25,7 @@ from evolve.execute.records import (
     Settled,
     TaskRow,
     TaskStatus,
+    Window,
 )
 from evolve.model.files import plan_from_dict
 from evolve.model.plan import Plan
@@ -61,6 +62,9 @@ class RunState:
     approval (see :mod:`evolve.execute.approvals`)."""
     model_calls: dict[str, int] = field(default_factory=dict)
     """Model calls the run made by purpose, other than its tools' (theirs: the calls' tools)."""
+    window: tuple[str, ...] | None = None
+    """Under a rolling horizon, the tasks committed (the only ones that may run); ``None``: no
+    horizon, every task of the plan is committed."""
 
     def ask(self, tid: str) -> Asked | None:
         """The latest ask of ``tid`` (``None``: it never waited for a person)."""
@@ -126,6 +130,8 @@ class RunState:
             self.revision = record.revision
             self.replans = max(self.replans, record.revision)
             self.replan = None
+        elif isinstance(record, Window):
+            self.window = record.tasks
         else:
             assert_never(record)
 
@@ -141,7 +147,7 @@ class RunState:
 def recorded(journal: Journal) -> list[Record]:
     """The journal's rows as the records that made them: each revision, each dispatch record,
     each ask of a person and its decision, each task's last settle (its row), the last replan
-    tried and the replan request standing."""
+    tried, the replan request standing and (under a rolling horizon) the committed window."""
     revisions = journal.revisions()
     if not revisions:
         raise JournalError(f"{journal.path}: the run never committed a plan; start it again")
@@ -171,6 +177,9 @@ def recorded(journal: Journal) -> list[Record]:
     records.append(ReplanTried(int(meta.get("replan_tried") or 0)))
     records.extend(ModelCalls(purpose, calls) for purpose, calls in journal.model_calls().items())
     records.append(ReplanAsked(tuple(meta.get("excluded") or ()), meta.get("replan")))
+    window = meta.get("window")
+    if window is not None:  # a run under a rolling horizon
+        records.append(Window(int(window["revision"]), tuple(window["tasks"])))
     return records
 
 

@@ -6,7 +6,9 @@ Each function is one edge of a task's life: ``pending`` -> ``dispatched`` is the
 (:mod:`evolve.execute.calls`); from ``dispatched`` a call ends in :func:`succeeded`, a retry
 (:func:`call_failed`, left ``pending`` with a wake time) or :func:`failed_for_good`; a pending
 task may be :func:`skipped`, failed without a call, or ask for a replan (:func:`replan_asked`);
-:func:`lost` puts back a read a crash cut off. A new status is a new function here returning a
+:func:`lost` puts back a read a crash cut off. Under a rolling horizon, a window whose tasks are
+all over asks for the rest to be planned again (:func:`horizon_reached`) or, with no replan
+left, commits the rest as it stands (:func:`horizon_lifted`). A new status is a new function here returning a
 :class:`~evolve.execute.records.Settled` with it (see ``docs/executor-design.md``).
 """
 
@@ -18,7 +20,16 @@ from typing import Any, Final, get_args
 
 from evolve.execute.events import Events
 from evolve.execute.outcome import Stop
-from evolve.execute.records import CallStatus, ErrorKind, Next, Record, ReplanAsked, Settled
+from evolve.execute.records import (
+    ENDED_WITHOUT_OUTPUTS,
+    CallStatus,
+    ErrorKind,
+    Next,
+    Record,
+    ReplanAsked,
+    Settled,
+    Window,
+)
 from evolve.execute.retry import RetryPolicy
 from evolve.execute.state import RunState
 from evolve.model.plan import Task
@@ -232,3 +243,35 @@ def lost(task: Task, *, call_id: int, attempt: int, risk: str, started: float, e
         task.id, "pending", call_id, "lost", error="the process stopped during the call", attempt=attempt
     )
     return Change((record,), (event,))
+
+
+def horizon_reached(state: RunState, reason: str, ev: Events) -> Change:
+    """Every task the rolling horizon committed is over: the rest of the plan is to be planned
+    again (the reason ``horizon``); a committed tool that failed for good is not used again."""
+    committed = state.window or ()
+    tasks = state.plan.by_id()
+    failed = tuple(
+        sorted(
+            {
+                tasks[tid].tool
+                for tid in committed
+                if tid in tasks and state.status.get(tid) in ENDED_WITHOUT_OUTPUTS
+            }
+        )
+    )
+    event = ev.event(
+        "plan.horizon",
+        revision=state.revision,
+        action="replan",
+        committed=list(committed),
+        excluded=list(failed),
+    )
+    return Change((ReplanAsked(failed, reason),), (event,))
+
+
+def horizon_lifted(state: RunState, ev: Events) -> Change:
+    """Every committed task is over but no replan is left: the rest of the plan is committed
+    as it stands (the run goes on as a plan given whole would)."""
+    rest = tuple(t.id for t in state.plan.tasks if state.status.get(t.id) == "pending")
+    event = ev.event("plan.horizon", revision=state.revision, action="lift", committed=list(rest))
+    return Change((Window(state.revision, rest),), (event,))
