@@ -64,6 +64,10 @@ BENCH_JOBS = 1
 # -- evaluation -------------------------------------------------------------------------------
 MIN_PARALLEL_SECONDS = 0.05
 """In-process work per call above which the evaluator measures the pool too."""
+POOL_AFTER_SECONDS = 2.0
+"""Seconds of developing children in this process after which a run starts its local workers
+(the climbs a run does before that would not win back the workers' start: about 1-2 s each
+to import evolve and load the compiled kernels)."""
 EVAL_AVERAGE_WEIGHT = 0.3
 """Weight of the newest measurement in the evaluator's moving averages of in-process and pool
 time, so one noisy call does not flip its choice."""

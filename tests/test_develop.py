@@ -40,6 +40,7 @@ def run(problem: Problem, operators: OperatorSet, *, jobs: int, backend: str = "
     events: list[dict[str, Any]] = []
     evaluator = Evaluator(problem, fitnesses, jobs=jobs, backend=backend,
                           min_parallel_seconds=0.0 if force_pool else 1.0,
+                          pool_after_seconds=0.0 if force_pool else 60.0,
                           development=Development(operators.initial, operators.improve))
     with evaluator:
         Search(problem, operators=operators, evaluator=evaluator, ranking=Ranking.of(fitnesses),
@@ -110,7 +111,8 @@ def test_development_continues_the_childs_random_stream(problem: Problem) -> Non
     plan = ops.initial(problem, child_rng(9, 0, 0))
     here = develop(problem, development, Work(child_rng(9, 1, 0), plan))
     fitnesses = resolve_all(OBJECTIVES)
-    with Evaluator(problem, fitnesses, jobs=2, min_parallel_seconds=0.0, development=development) as ev:
+    with Evaluator(problem, fitnesses, jobs=2, min_parallel_seconds=0.0, pool_after_seconds=0.0,
+                   development=development) as ev:
         ev.develop([Work(child_rng(9, 1, 5), plan)])  # measured here first
         there = ev.develop([Work(child_rng(9, 1, 0), plan), Work(child_rng(9, 1, 1), plan)])[0]
     assert there.plan == here.plan

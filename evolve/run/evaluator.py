@@ -193,7 +193,8 @@ class Evaluator:
                  eval_timeout: float | None = None, isolate: bool | None = None,
                  min_parallel_seconds: float = defaults.MIN_PARALLEL_SECONDS,
                  kill_grace: float = defaults.EVAL_KILL_GRACE,
-                 development: Development | None = None) -> None:
+                 development: Development | None = None,
+                 pool_after_seconds: float = defaults.POOL_AFTER_SECONDS) -> None:
         if eval_timeout is not None and backend == "threading":
             raise BackendError("--eval-timeout needs a process backend (loky, dask or ray): "
                                "a thread cannot be stopped")
@@ -211,6 +212,8 @@ class Evaluator:
         self.scoring = Route(min_parallel_seconds)
         self.developing = Route(min_parallel_seconds)
         self.development = development
+        self.pool_after_seconds = pool_after_seconds
+        self.developed_here = 0.0
         self.evaluations = 0
         self.worker_failures = 0
         self.parallel: Parallel | None = None
@@ -301,13 +304,13 @@ class Evaluator:
         if not work:
             return []
         began = time.perf_counter()
-        local = self.here(self.developing, len(work), isolated=False)
+        local = self.parallel is None or self.here(self.developing, len(work), isolated=False)
         fitnesses = self.fitnesses if self.trusted else None
         if local:
             out = []
             for item in work:
                 out.append(develop(self.problem, self.development, item, fitnesses, self.eval_timeout))
-                if self.parallel is None and self.worth_a_pool(began, len(out), len(work)):
+                if self.parallel is None and self.worth_a_pool(began):
                     self.open_pool()  # its workers start while this process develops the rest
         else:
             parts = split(list(work), self.jobs + 1)
@@ -323,16 +326,19 @@ class Evaluator:
             except Exception:
                 self.worker_failures += 1
                 out = [develop(self.problem, self.development, item) for item in work]
-        self.developing.record(local, (time.perf_counter() - began) / len(work))
+        elapsed = time.perf_counter() - began
+        self.developed_here += elapsed if local else 0.0
+        self.developing.record(local, elapsed / len(work))
         return out
 
-    def worth_a_pool(self, began: float, done: int, count: int) -> bool:
-        """Whether development measured so far says this call's kind of work would pay for
-        workers: more than one job, not the threading backend, and ``count`` items' worth
-        costing at least ``min_parallel_seconds`` here."""
+    def worth_a_pool(self, began: float) -> bool:
+        """Whether to start the workers: more than one job, not the threading backend, and
+        ``pool_after_seconds`` spent developing here already (with this call's time so far):
+        a run whose children cost that much has more of them coming, and a shorter run
+        would not win back the workers' start."""
         if self.jobs == 1 or self.backend == "threading":
             return False
-        return (time.perf_counter() - began) / done * count >= self.min_parallel_seconds
+        return self.developed_here + time.perf_counter() - began >= self.pool_after_seconds
 
     def here(self, route: Route, count: int, *, isolated: bool = True) -> bool:
         """Whether work goes to this process: scoring (``isolated``) only when the objectives
