@@ -29,8 +29,10 @@ deep plans never meet Python's recursion limit.
 from __future__ import annotations
 
 import functools
+import heapq
 import itertools
 import json
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -38,6 +40,7 @@ from typing import Any, Protocol
 from evolve.problems.htn.domain import (
     All,
     Domain,
+    Has,
     Method,
     Not,
     Predicate,
@@ -51,6 +54,7 @@ from evolve.problems.htn.domain import (
     truth,
 )
 from evolve.problems.htn.fallback import DecompositionFallback, FallbackReply
+from evolve.problems.htn.heuristic import INFINITE, IntArray, RelaxedComposition
 
 ChoiceValue = int | tuple[int, ...]
 FIRST_DEPTH = 8
@@ -61,6 +65,9 @@ FIRST_CAP = 1000
 """Nodes each depth limit gets in the first cycle of the portfolio."""
 CAP_GROWTH = 4
 """How much more each cycle gives (so the total is a small multiple of the last cycle's)."""
+STATE_CACHE = 64
+"""States whose relaxed costs the best-first search keeps (most nodes only decompose, keeping
+their parent's state)."""
 
 
 @dataclass(frozen=True)
@@ -183,6 +190,25 @@ def network_key(node: Node) -> tuple[tuple[object, tuple[str, ...]], tuple[int, 
     return (frozenset(node.state.items()), names), depths
 
 
+def literals(pred: Predicate) -> tuple[tuple[str, ...], tuple[str, ...]] | bool:
+    """``(keys that must be set, keys that must not be)`` of a conjunction of ``has`` and
+    ``not has`` tests; False for any other predicate."""
+    positive: list[str] = []
+    negative: list[str] = []
+    todo = [pred]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, Has):
+            positive.append(item.key)
+        elif isinstance(item, Not) and isinstance(item.inner, Has):
+            negative.append(item.inner.key)
+        elif isinstance(item, All):
+            todo.extend(item.items)
+        else:
+            return False
+    return tuple(positive), tuple(negative)
+
+
 def unlink(applied: Applied) -> tuple[tuple[str, str, str], ...]:
     out = []
     while applied is not None:
@@ -227,6 +253,16 @@ class Planner:
             self.by_task[method.task] = (*self.by_task.get(method.task, ()), method)
         for method in self.learned.methods:
             self.by_task[method.task] = (*self.by_task.get(method.task, ()), method)
+        self._relaxation: RelaxedComposition | None = None
+        self.checks: dict[str, tuple[tuple[str, ...], tuple[str, ...]] | bool] = {}
+        self.op_checks: dict[str, tuple[tuple[str, ...], tuple[str, ...]] | bool] = {}
+
+    def relaxation(self) -> RelaxedComposition:
+        """The domain's compiled heuristic (built on first use: the decodes of the evolutionary
+        search never need it)."""
+        if self._relaxation is None:
+            self._relaxation = RelaxedComposition(self.domain)
+        return self._relaxation
 
     def methods(self, task: str) -> tuple[Method, ...]:
         return self.by_task.get(task, ())
@@ -312,6 +348,63 @@ class Planner:
             return NoPlan("depth", self.deepest[1] or "nothing tried", nodes, self.domain.max_depth)
         return NoPlan("no-plan", self.deepest[1] or f"nothing decomposes {self.domain.goal!r}", nodes)
 
+    def best_first(self, root: Pending | None, state: State, budget: int) -> Outcome:
+        """Greedy best-first search on the relaxed composition's estimate (see
+        :mod:`evolve.problems.htn.heuristic`): the open node whose tasks look cheapest from its
+        state is expanded first, ties to the newest (so a decomposition the estimate likes is
+        followed down at once); a node whose estimate is infinite can never finish and is
+        dropped, and a state and task network met before is not expanded again."""
+        relaxation = self.relaxation()
+        self.deepest = (-1, "")
+        self.limit = self.domain.max_depth
+        self.cut = False
+        by_state: OrderedDict[frozenset[tuple[str, Value]], IntArray] = OrderedDict()
+
+        def estimate(node: Node, facts: frozenset[tuple[str, Value]]) -> int:
+            costs = by_state.get(facts)
+            if costs is None:
+                costs = relaxation.costs(node.state)
+                by_state[facts] = costs
+                if len(by_state) > STATE_CACHE:
+                    by_state.popitem(last=False)
+            names = node.pending.network[0] if node.pending is not None else ()
+            return relaxation.estimate(costs, names)
+
+        start = Node(root, state, (), ())
+        first = estimate(start, frozenset(state.items()))
+        if first >= INFINITE:
+            return NoPlan("no-plan", "the relaxed problem proves the tasks can never be done", 1)
+        tie = 0
+        queue: list[tuple[int, int, Node]] = [(first, tie, start)]
+        seen: set[tuple[frozenset[tuple[str, Value]], tuple[str, ...]]] = set()
+        nodes = 0
+        while queue:
+            _, _, node = heapq.heappop(queue)
+            nodes += 1
+            if node.pending is None:
+                genome = tuple(sorted({c.key: c for c in node.choices}.values(), key=lambda c: c.key))
+                return Decomposition(node.steps, genome, node.state, nodes, unlink(node.applied),
+                                     self.limit)
+            if nodes >= budget:
+                return NoPlan("budget", self.deepest[1] or "nothing tried", nodes, self.domain.max_nodes)
+            facts = frozenset(node.state.items())
+            key = (facts, node.pending.network[0])
+            if key in seen:
+                continue
+            seen.add(key)
+            for child in self.expand(node, {}, None, False):
+                child_facts = facts if child.state is node.state else frozenset(child.state.items())
+                value = estimate(child, child_facts)
+                if value >= INFINITE:
+                    self.blocked(child, "the relaxed problem proves the remaining tasks can never "
+                                        f"be done (at {node.pending.path})")
+                    continue
+                tie -= 1
+                heapq.heappush(queue, (value, tie, child))
+        if self.cut:
+            return NoPlan("depth", self.deepest[1] or "nothing tried", nodes, self.domain.max_depth)
+        return NoPlan("no-plan", self.deepest[1] or f"nothing decomposes {self.domain.goal!r}", nodes)
+
     def blocked(self, node: Node, text: str) -> None:
         """Remember the failure of the attempt that got furthest (most steps applied)."""
         if len(node.steps) > self.deepest[0]:
@@ -329,11 +422,11 @@ class Planner:
             return
         operator = domain.operators.get(task.name)
         if operator is not None:
-            if holds(operator.pre, node.state):
+            if self.guard(self.op_checks, operator.name, operator.pre, node.state):
                 step = Step(operator.name, task.path, task.trail)
                 yield Node(task.rest, operator.effects.apply(node.state), (*node.steps, step), node.choices,
                            node.applied)
-            else:
+            elif len(node.steps) > self.deepest[0]:
                 failing = first_failing(operator.pre, node.state)
                 self.blocked(node, f"{operator.name} needs {show(failing or operator.pre)} "
                                    f"(at {task.path})")
@@ -342,10 +435,11 @@ class Planner:
         applicable = False
         for index in self.method_order(task.path, len(methods), prefs, chooser):
             method = methods[index]
-            if not holds(method.pre, node.state):
-                failing = first_failing(method.pre, node.state)
-                self.blocked(node, f"method {method.name} of {task.name} needs "
-                                   f"{show(failing or method.pre)} (at {task.path})")
+            if not self.guard(self.checks, method.name, method.pre, node.state):
+                if len(node.steps) > self.deepest[0]:  # the message only when it is kept
+                    failing = first_failing(method.pre, node.state)
+                    self.blocked(node, f"method {method.name} of {task.name} needs "
+                                       f"{show(failing or method.pre)} (at {task.path})")
                 continue
             applicable = True
             yield from self.apply_method(node, task, method, index, len(methods), prefs, chooser)
@@ -359,6 +453,26 @@ class Planner:
                 methods = self.methods(task.name)
                 yield from self.apply_method(node, task, learned, methods.index(learned), len(methods),
                                              prefs, chooser)
+
+    def guard(self, checks: dict[str, tuple[tuple[str, ...], tuple[str, ...]] | bool], name: str,
+              pre: Predicate, state: State) -> bool:
+        """``holds(pre, state)``, with a conjunction of ``has`` and ``not has`` tests (all a
+        grounded HDDL domain has) checked as two key lists instead of walking the predicate."""
+        check = checks.get(name)
+        if check is None:
+            check = checks[name] = literals(pre)
+        if check is False:
+            return holds(pre, state)
+        positive, negative = check
+        for key in positive:
+            value = state.get(key)
+            if value is None or value is False or isinstance(value, Unknown):
+                return False
+        for key in negative:
+            value = state.get(key)
+            if value is not None and value is not False:
+                return False
+        return True
 
     def method_order(self, key: str, count: int, prefs: Mapping[str, ChoiceValue],
                      chooser: Chooser | None) -> list[int]:
