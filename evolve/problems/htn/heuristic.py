@@ -43,11 +43,15 @@ INFINITE = 1 << 40
 def positive_facts(pred: Predicate) -> list[str]:
     """The keys ``pred`` needs set (its top-level un-negated ``has`` tests); everything else is
     ignored by the relaxation, which only makes it more optimistic."""
-    if isinstance(pred, Has):
-        return [pred.key]
-    if isinstance(pred, All):
-        return [k for item in pred.items for k in positive_facts(item)]
-    return []
+    out: list[str] = []
+    todo = [pred]
+    while todo:
+        item = todo.pop()
+        if type(item) is Has:
+            out.append(item.key)
+        elif type(item) is All:
+            todo.extend(reversed(item.items))
+    return out
 
 
 def truthy(value: Value) -> bool:
@@ -83,13 +87,15 @@ class RelaxedComposition:
             adds = [fact(k) for k, v in op.effects.set.items() if truthy(v) or isinstance(v, Unknown)]
             eff.append([*dict.fromkeys(adds), self.task_fact[name]])
             cost.append(1 if op.duration > 0 else 0)
+        task_fact = self.task_fact
         for method in domain.methods:
-            needs = [fact(k) for k in positive_facts(method.pre)]
-            needs += [self.task_fact[s] for s in method.subtasks if s in self.task_fact]
-            if any(s not in self.task_fact for s in method.subtasks):
+            try:
+                subtasks = [task_fact[s] for s in method.subtasks]
+            except KeyError:
                 continue  # names an unknown task: never applicable
-            pre.append(list(dict.fromkeys(needs)))
-            eff.append([self.task_fact[method.task]])
+            needs = [fact(k) for k in positive_facts(method.pre)]
+            pre.append(list(dict.fromkeys(needs + subtasks)) if needs or len(subtasks) > 1 else subtasks)
+            eff.append([task_fact[method.task]])
             cost.append(0)
         self.facts = facts
         self.pre_ptr, self.pre_idx = csr(pre)
