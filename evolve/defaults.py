@@ -192,6 +192,10 @@ HDDL_MAX_DEPTH = 1000
 deeply; iterative deepening finds shallow plans first, so a high limit costs nothing when unused."""
 HDDL_MAX_NODES = 500_000
 """``max_nodes`` of a domain grounded from HDDL: its ground search spaces are larger than a file's."""
+HTN_DEPTH_FIRST_NODES = 20_000
+"""Nodes the planner's first plan searches depth-first in the domain's order before it turns to
+the heuristic best-first search (the rest of max_nodes): cheap per node and enough for a small
+domain; a large one with no plan that near is left to the heuristic."""
 HTN_DECODE_FACTOR = 1
 """The search over method choices gives each decoding after the planner's first plan this many
 times the nodes that plan took (at least :data:`HTN_DECODE_MIN_NODES`, at most max_nodes): a

@@ -110,36 +110,52 @@ class RelaxedComposition:
         self.free = np.flatnonzero(self.pre_count == 0).astype(np.int64)
         self.heap_size = int(self.eff_ptr[-1]) + len(facts) + 1
 
-    def costs(self, state: Mapping[str, Value]) -> IntArray:
-        """The h_add cost of every fact from ``state`` (:data:`INFINITE`: unreachable)."""
+    def costs(self, state: Mapping[str, Value]) -> Costs:
+        """The relaxed costs from ``state``, settled lazily: :meth:`estimate` runs the fixpoint
+        only as far as the tasks it is asked about need (facts settle cheapest first, and a
+        network's tasks are usually far cheaper than most of the ground model)."""
         start = np.array([self.facts[k] for k, v in state.items() if k in self.facts and truthy(v)],
                          dtype=np.int64)
-        return hadd(start, self.free, self.pre_ptr, self.pre_idx, self.pre_count, self.eff_ptr,
-                    self.eff_idx, self.use_ptr, self.use_idx, self.cost, len(self.facts), self.heap_size)
+        n_units = self.cost.shape[0]
+        costs = Costs(np.full(len(self.facts), INFINITE, dtype=np.int64), np.zeros(len(self.facts), np.bool_),
+                      self.pre_count.copy(), np.zeros(n_units, dtype=np.int64),
+                      np.empty(self.heap_size, dtype=np.int64), np.empty(self.heap_size, dtype=np.int64))
+        costs.size = seed(start, self.free, self.eff_ptr, self.eff_idx, self.cost, costs.fact_cost,
+                          costs.keys, costs.items)
+        return costs
 
-    def estimate(self, costs: IntArray, tasks: Sequence[str]) -> int:
-        """The summed cost of ``tasks`` under ``costs`` (:data:`INFINITE` or more: a dead end)."""
-        total = 0
-        for name in tasks:
-            c = int(costs[self.task_fact[name]])
-            if c >= INFINITE:
-                return INFINITE
-            total += c
-        return total
+    def estimate(self, costs: Costs, tasks: Sequence[str]) -> int:
+        """The summed cost of ``tasks`` (:data:`INFINITE`: a dead end), settling what they need."""
+        targets = np.array([self.task_fact[name] for name in tasks], dtype=np.int64)
+        if costs.size and not costs.settled[targets].all():
+            costs.size = settle(targets, costs.fact_cost, costs.settled, costs.waiting, costs.total,
+                                costs.keys, costs.items, costs.size, self.use_ptr, self.use_idx,
+                                self.eff_ptr, self.eff_idx, self.cost)
+        found = costs.fact_cost[targets]
+        if (found >= INFINITE).any():
+            return INFINITE
+        return int(found.sum())
+
+
+class Costs:
+    """One state's relaxed costs while they settle: the kernel's working arrays, kept so that a
+    later question about other tasks resumes where the last one stopped."""
+
+    def __init__(self, fact_cost: IntArray, settled: npt.NDArray[np.bool_], waiting: IntArray,
+                 total: IntArray, keys: IntArray, items: IntArray) -> None:
+        self.fact_cost = fact_cost
+        self.settled = settled
+        self.waiting = waiting
+        self.total = total
+        self.keys = keys
+        self.items = items
+        self.size = 0
 
 
 @njit(cache=True)  # type: ignore[misc]
-def hadd(start: IntArray, free: IntArray, pre_ptr: IntArray, pre_idx: IntArray, pre_count: IntArray,
-         eff_ptr: IntArray, eff_idx: IntArray, use_ptr: IntArray, use_idx: IntArray, cost: IntArray,
-         n_facts: int, heap_size: int) -> IntArray:
-    """Generalized Dijkstra: facts settle in order of cost; a unit fires when its last
-    precondition settles, offering ``cost + sum of its preconditions`` to its effects."""
-    fact_cost = np.full(n_facts, INFINITE, dtype=np.int64)
-    settled = np.zeros(n_facts, dtype=np.bool_)
-    waiting = pre_count.copy()
-    total = np.zeros(cost.shape[0], dtype=np.int64)
-    keys = np.empty(heap_size, dtype=np.int64)
-    items = np.empty(heap_size, dtype=np.int64)
+def seed(start: IntArray, free: IntArray, eff_ptr: IntArray, eff_idx: IntArray, cost: IntArray,
+         fact_cost: IntArray, keys: IntArray, items: IntArray) -> int:
+    """The queue at the start: the state's facts at 0, the effects of units needing nothing."""
     size = 0
     for i in range(start.shape[0]):
         f = start[i]
@@ -153,13 +169,32 @@ def hadd(start: IntArray, free: IntArray, pre_ptr: IntArray, pre_idx: IntArray, 
             if cost[u] < fact_cost[e]:
                 fact_cost[e] = cost[u]
                 size = push(keys, items, size, cost[u], e)
-    while size > 0:
+    return size
+
+
+@njit(cache=True)  # type: ignore[misc]
+def settle(targets: IntArray, fact_cost: IntArray, settled: npt.NDArray[np.bool_], waiting: IntArray,
+           total: IntArray, keys: IntArray, items: IntArray, size: int, use_ptr: IntArray,
+           use_idx: IntArray, eff_ptr: IntArray, eff_idx: IntArray, cost: IntArray) -> int:
+    """Generalized Dijkstra, resumed, until every target is settled (or the queue is empty):
+    facts settle in order of cost; a unit fires when its last precondition settles, offering
+    ``cost + sum of its preconditions`` to its effects. Returns the queue's new size."""
+    want = np.zeros(fact_cost.shape[0], dtype=np.bool_)
+    need = 0
+    for i in range(targets.shape[0]):
+        t = targets[i]
+        if not settled[t] and not want[t]:
+            want[t] = True
+            need += 1
+    while size > 0 and need > 0:
         c = keys[0]
         f = items[0]
         size = pop(keys, items, size)
         if settled[f] or c > fact_cost[f]:
             continue
         settled[f] = True
+        if want[f]:
+            need -= 1
         for j in range(use_ptr[f], use_ptr[f + 1]):
             u = use_idx[j]
             total[u] += c
@@ -171,7 +206,7 @@ def hadd(start: IntArray, free: IntArray, pre_ptr: IntArray, pre_idx: IntArray, 
                     if value < fact_cost[e]:
                         fact_cost[e] = value
                         size = push(keys, items, size, value, e)
-    return fact_cost
+    return size
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -213,9 +248,13 @@ def pop(keys: IntArray, items: IntArray, size: int) -> int:
 
 
 def warm_up() -> None:
-    """Compile (or load from numba's cache) the kernel on a one-fact problem."""
+    """Compile (or load from numba's cache) the kernels on a one-fact problem."""
     one = np.zeros(1, dtype=np.int64)
-    ptr = np.array([0, 0], dtype=np.int64)
-    hadd(one, np.zeros(0, dtype=np.int64), ptr, np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64),
-         np.array([0, 1], dtype=np.int64), one, np.array([0, 0], dtype=np.int64),
-         np.zeros(0, dtype=np.int64), np.ones(1, dtype=np.int64), 1, 3)
+    none = np.zeros(0, dtype=np.int64)
+    keys, items = np.empty(3, dtype=np.int64), np.empty(3, dtype=np.int64)
+    fact_cost = np.full(1, INFINITE, dtype=np.int64)
+    size = seed(one, none, np.array([0, 1], dtype=np.int64), one, np.ones(1, dtype=np.int64), fact_cost,
+                keys, items)
+    settle(one, fact_cost, np.zeros(1, np.bool_), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+           keys, items, size, np.array([0, 0], dtype=np.int64), none, np.array([0, 1], dtype=np.int64), one,
+           np.ones(1, dtype=np.int64))

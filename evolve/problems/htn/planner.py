@@ -33,10 +33,11 @@ import heapq
 import itertools
 import json
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from evolve import defaults
 from evolve.problems.htn.domain import (
     All,
     Domain,
@@ -54,7 +55,7 @@ from evolve.problems.htn.domain import (
     truth,
 )
 from evolve.problems.htn.fallback import DecompositionFallback, FallbackReply
-from evolve.problems.htn.heuristic import INFINITE, IntArray, RelaxedComposition
+from evolve.problems.htn.heuristic import INFINITE, Costs, RelaxedComposition
 
 ChoiceValue = int | tuple[int, ...]
 FIRST_DEPTH = 8
@@ -65,7 +66,10 @@ FIRST_CAP = 1000
 """Nodes each depth limit gets in the first cycle of the portfolio."""
 CAP_GROWTH = 4
 """How much more each cycle gives (so the total is a small multiple of the last cycle's)."""
-STATE_CACHE = 64
+ANCHORED = 8
+"""A task with at least this many methods has only the methods whose anchor fact holds tried
+(see :meth:`Planner.candidates`); with fewer, all are (the index would not pay)."""
+STATE_CACHE = 16
 """States whose relaxed costs the best-first search keeps (most nodes only decompose, keeping
 their parent's state)."""
 
@@ -256,6 +260,7 @@ class Planner:
         self._relaxation: RelaxedComposition | None = None
         self.checks: dict[str, tuple[tuple[str, ...], tuple[str, ...]] | bool] = {}
         self.op_checks: dict[str, tuple[tuple[str, ...], tuple[str, ...]] | bool] = {}
+        self.anchors: dict[str, tuple[dict[str, list[int]], list[int]]] = {}
 
     def relaxation(self) -> RelaxedComposition:
         """The domain's compiled heuristic (built on first use: the decodes of the evolutionary
@@ -276,8 +281,18 @@ class Planner:
         (default :data:`FIRST_DEPTH`) on."""
         start = dict(self.domain.state if state is None else state)
         root = Pending(self.domain.goal, self.domain.goal, 0, (), None)
-        return self.search(root, start, {c.key: c.value for c in genome}, chooser,
-                           use_fallback=True, max_nodes=max_nodes, first_depth=first_depth)
+        total = max_nodes or self.domain.max_nodes
+        if genome or chooser is not None or self.fallback is not None or first_depth is not None:
+            return self.search(root, start, {c.key: c.value for c in genome}, chooser,
+                               use_fallback=True, max_nodes=total, first_depth=first_depth)
+        # the first plan: the domain's order depth-first for a while (cheap per node, and what a
+        # small domain needs), then the heuristic search with what is left
+        quick = self.search(root, start, {}, None, use_fallback=True,
+                            max_nodes=min(total, defaults.HTN_DEPTH_FIRST_NODES))
+        if isinstance(quick, Decomposition) or not quick.exhausted or quick.nodes >= total:
+            return quick
+        guided = self.best_first(root, start, total - quick.nodes)
+        return replace(guided, nodes=guided.nodes + quick.nodes)
 
     def search(self, root: Pending | None, state: State, prefs: Mapping[str, ChoiceValue],
                chooser: Chooser | None, use_fallback: bool, max_nodes: int | None = None,
@@ -358,7 +373,7 @@ class Planner:
         self.deepest = (-1, "")
         self.limit = self.domain.max_depth
         self.cut = False
-        by_state: OrderedDict[frozenset[tuple[str, Value]], IntArray] = OrderedDict()
+        by_state: OrderedDict[frozenset[tuple[str, Value]], Costs] = OrderedDict()
 
         def estimate(node: Node, facts: frozenset[tuple[str, Value]]) -> int:
             costs = by_state.get(facts)
@@ -383,8 +398,7 @@ class Planner:
             nodes += 1
             if node.pending is None:
                 genome = tuple(sorted({c.key: c for c in node.choices}.values(), key=lambda c: c.key))
-                return Decomposition(node.steps, genome, node.state, nodes, unlink(node.applied),
-                                     self.limit)
+                return Decomposition(node.steps, genome, node.state, nodes, unlink(node.applied))
             if nodes >= budget:
                 return NoPlan("budget", self.deepest[1] or "nothing tried", nodes, self.domain.max_nodes)
             facts = frozenset(node.state.items())
@@ -433,7 +447,12 @@ class Planner:
             return
         methods = self.methods(task.name)
         applicable = False
-        for index in self.method_order(task.path, len(methods), prefs, chooser):
+        if len(node.steps) > self.deepest[0] or len(methods) < ANCHORED:
+            order: Iterable[int] = self.method_order(task.path, len(methods), prefs, chooser)
+        else:  # only the methods whose anchor fact holds (the failures' messages are not kept)
+            order = self.candidates(task.name, methods, node.state,
+                                    self.preferred(task.path, len(methods), prefs, chooser))
+        for index in order:
             method = methods[index]
             if not self.guard(self.checks, method.name, method.pre, node.state):
                 if len(node.steps) > self.deepest[0]:  # the message only when it is kept
@@ -474,12 +493,54 @@ class Planner:
                 return False
         return True
 
-    def method_order(self, key: str, count: int, prefs: Mapping[str, ChoiceValue],
-                     chooser: Chooser | None) -> list[int]:
+    def preferred(self, key: str, count: int, prefs: Mapping[str, ChoiceValue],
+                  chooser: Chooser | None) -> int:
         preferred = prefs.get(key)
         if not isinstance(preferred, int) or not 0 <= preferred < count:
             preferred = chooser.method(key, count) if chooser is not None and count > 1 else 0
-        return [preferred, *(i for i in range(count) if i != preferred)] if count else []
+        return preferred
+
+    def method_order(self, key: str, count: int, prefs: Mapping[str, ChoiceValue],
+                     chooser: Chooser | None) -> list[int]:
+        if not count:
+            return []
+        preferred = self.preferred(key, count, prefs, chooser)
+        return [preferred, *(i for i in range(count) if i != preferred)]
+
+    def candidates(self, task: str, methods: Sequence[Method], state: State, preferred: int) -> list[int]:
+        """The methods of ``task`` (indices, in :meth:`method_order`'s order) whose guard may
+        hold in ``state``: those with no fact a guard must have set, and those whose first such
+        fact (their anchor) is set. A task of a grounded domain can have thousands of methods,
+        of which a state's few facts admit a handful."""
+        index = self.anchors.get(task)
+        if index is None:
+            by_key: dict[str, list[int]] = {}
+            free: list[int] = []
+            for i, method in enumerate(methods):
+                check = self.checks.get(method.name)
+                if check is None:
+                    check = self.checks[method.name] = literals(method.pre)
+                if check is False or not check[0]:
+                    free.append(i)
+                else:
+                    by_key.setdefault(check[0][0], []).append(i)
+            index = self.anchors[task] = (by_key, free)
+        by_key, free = index
+        found = list(free)
+        if len(by_key) <= len(state):
+            for key, indices in by_key.items():
+                value = state.get(key)
+                if value is not None and value is not False:
+                    found.extend(indices)
+        else:
+            for key, value in state.items():
+                if value is not None and value is not False and key in by_key:
+                    found.extend(by_key[key])
+        found.sort()
+        if preferred in found:
+            found.remove(preferred)
+            found.insert(0, preferred)
+        return found
 
     def apply_method(self, node: Node, task: Pending, method: Method, index: int, count: int,
                      prefs: Mapping[str, ChoiceValue], chooser: Chooser | None) -> Iterator[Node]:
@@ -532,6 +593,7 @@ class Planner:
             record.update(method=method.name, reason=reply.reason)
             self.learned.methods.append(method)
             self.by_task[task.name] = (*self.methods(task.name), method)
+            self.anchors.pop(task.name, None)
         else:
             record.update(rejected=rejected, detail=detail[:300])
         self.learned.verdicts[question] = method.name if method is not None else None
