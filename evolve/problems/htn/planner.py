@@ -35,7 +35,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from evolve import defaults
 from evolve.problems.htn.domain import (
@@ -58,6 +58,8 @@ from evolve.problems.htn.fallback import DecompositionFallback, FallbackReply
 from evolve.problems.htn.heuristic import INFINITE, Costs, RelaxedComposition
 
 ChoiceValue = int | tuple[int, ...]
+Check = tuple[tuple[str, ...], tuple[str, ...]] | Literal[False]
+"""A guard compiled by :func:`literals`: the keys it needs set and unset, or False (walk it)."""
 FIRST_DEPTH = 8
 """The shallowest depth limit of the portfolio; each next one is :data:`DEPTH_GROWTH` times
 deeper, up to ``max_depth``."""
@@ -194,7 +196,7 @@ def network_key(node: Node) -> tuple[tuple[object, tuple[str, ...]], tuple[int, 
     return (frozenset(node.state.items()), names), depths
 
 
-def literals(pred: Predicate) -> tuple[tuple[str, ...], tuple[str, ...]] | bool:
+def literals(pred: Predicate) -> Check:
     """``(keys that must be set, keys that must not be)`` of a conjunction of ``has`` and
     ``not has`` tests; False for any other predicate."""
     positive: list[str] = []
@@ -258,8 +260,8 @@ class Planner:
         for method in self.learned.methods:
             self.by_task[method.task] = (*self.by_task.get(method.task, ()), method)
         self._relaxation: RelaxedComposition | None = None
-        self.checks: dict[str, tuple[tuple[str, ...], tuple[str, ...]] | bool] = {}
-        self.op_checks: dict[str, tuple[tuple[str, ...], tuple[str, ...]] | bool] = {}
+        self.checks: dict[str, Check] = {}
+        self.op_checks: dict[str, Check] = {}
         self.anchors: dict[str, tuple[dict[str, list[int]], list[int]]] = {}
 
     def relaxation(self) -> RelaxedComposition:
@@ -473,7 +475,7 @@ class Planner:
                 yield from self.apply_method(node, task, learned, methods.index(learned), len(methods),
                                              prefs, chooser)
 
-    def guard(self, checks: dict[str, tuple[tuple[str, ...], tuple[str, ...]] | bool], name: str,
+    def guard(self, checks: dict[str, Check], name: str,
               pre: Predicate, state: State) -> bool:
         """``holds(pre, state)``, with a conjunction of ``has`` and ``not has`` tests (all a
         grounded HDDL domain has) checked as two key lists instead of walking the predicate."""

@@ -9,7 +9,6 @@ in a problem file and are read by the same code.
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
