@@ -10,7 +10,8 @@ are children (a uniform crossover of two parents' choices with probability
 open are drawn from the child's random stream), each distinct plan scored once
 by the run's evaluator with the run's objectives. Decoding happens in this
 process, in child order, so results are the same for any number of workers,
-and so is what the fallback learns.
+and so is what the fallback learns. The search stops (a ``bound``) once its decodings have
+searched a multiple of the first plan's nodes (:meth:`HtnSearch.at_bound`).
 """
 
 from __future__ import annotations

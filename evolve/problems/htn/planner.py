@@ -1,4 +1,6 @@
-"""The HTN planner: depth-first decomposition with backtracking, bounded in depth and nodes.
+"""The HTN planner: depth-first decomposition with backtracking, bounded in depth and nodes,
+and, for a first plan the depth-first search does not find in :data:`~evolve.defaults.HTN_DEPTH_FIRST_NODES`
+nodes, a greedy best-first search on the relaxed composition (:meth:`Planner.best_first`).
 
 A compound task is replaced by the subtasks of the first method whose guard
 holds; a primitive one is applied when its precondition holds; when a branch
