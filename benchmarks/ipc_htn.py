@@ -44,6 +44,7 @@ from evolve.problems.htn import Decomposition, Planner, htn_problem_from_dict
 from evolve.problems.htn.hddl_plans import action_graph, ipc_plan
 from evolve.problems.htn.hddl_syntax import read_files
 from evolve.problems.htn.hddl_verify import check_graph, verify
+from evolve.problems.htn.heuristic import warm_up
 from evolve.problems.htn.problem import to_plan
 from evolve.scheduling import schedule
 
@@ -141,6 +142,7 @@ def main() -> None:
     folders = sorted(p for p in args.dir.iterdir() if p.is_dir() and (args.domains is None
                                                                        or p.name in args.domains))
     schedule(Problem(tools={"t": Tool("t", 1.0)}), Plan(tasks=(Task(id="t1", tool="t"),)))  # kernels
+    warm_up()
     rows = []
     print(f"{'domain':<26}{'problem':<26}{'conv':>5}{'solved':>7}{'valid':>6}{'sec':>7}{'len':>5}"
           f"{'best':>5}{'span':>6}{'nodes':>8}{'run s':>7}  note")

@@ -200,11 +200,20 @@ HDDL_MAX_DEPTH = 1000
 deeply; iterative deepening finds shallow plans first, so a high limit costs nothing when unused."""
 HDDL_MAX_NODES = 500_000
 """``max_nodes`` of a domain grounded from HDDL: its ground search spaces are larger than a file's."""
+HTN_DEPTH_FIRST_NODES = 2_000
+"""Nodes the planner's first plan searches depth-first in the domain's order before it turns to
+the heuristic best-first search (the rest of max_nodes): cheap per node and enough for a small
+domain; a large one with no plan that near is left to the heuristic."""
 HTN_DECODE_FACTOR = 1
 """The search over method choices gives each decoding after the planner's first plan this many
 times the nodes that plan took (at least :data:`HTN_DECODE_MIN_NODES`, at most max_nodes): a
 genome whose preferences lead the planner astray costs a bounded detour, not the whole budget."""
 HTN_DECODE_MIN_NODES = 2_000
+HTN_SEARCH_FACTOR = 4
+"""The search over method choices stops (``bound``) once its decodings have searched this many
+times the nodes the planner's first plan took in all (at least :data:`HTN_SEARCH_MIN_NODES`), so
+``evolve run`` on a large domain costs a few first plans, not generations x population of them."""
+HTN_SEARCH_MIN_NODES = 50_000
 HTN_VALIDATE_STATES = 256
 """Synthetic world states ``evolve validate-domain`` tries; more combinations are sampled."""
 HTN_FALLBACK_TEMPERATURE = 0.0

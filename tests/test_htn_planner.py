@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from evolve import defaults
 from evolve.cli.main import cli
 from evolve.model.errors import InputError
 from evolve.model.graph import topological_order
@@ -165,9 +166,23 @@ def test_the_node_budget_ends_an_exponential_domain() -> None:
     domain, _ = domain_from_dict(doc(
         goal="loop", max_depth=40, max_nodes=5000,
         operators={f"tick{i}": {"duration": 1, "effects": {"set": {f"k{i}": True}}} for i in range(16)},
-        methods={f"m{i}": {"task": "loop", "subtasks": [f"tick{i}", "loop"]} for i in range(16)}))
+        methods={**{f"m{i}": {"task": "loop", "subtasks": [f"tick{i}", "loop"]} for i in range(16)},
+                 # a base case the relaxation (which ignores negative tests) thinks possible, so
+                 # the best-first search cannot prove the loop endless either
+                 "base": {"task": "loop", "pre": [{"has": "k0"}, {"not": {"has": "k0"}}],
+                          "subtasks": ["tick0"]}}))
     outcome = Planner(domain).plan()
     assert isinstance(outcome, NoPlan) and outcome.reason == "budget" and outcome.nodes == 5000
+
+
+def test_a_loop_without_a_base_case_is_proven_endless_by_the_relaxation() -> None:
+    domain, _ = domain_from_dict(doc(
+        goal="loop", max_depth=40, max_nodes=50_000,
+        operators={f"tick{i}": {"duration": 1, "effects": {"set": {f"k{i}": True}}} for i in range(16)},
+        methods={f"m{i}": {"task": "loop", "subtasks": [f"tick{i}", "loop"]} for i in range(16)}))
+    outcome = Planner(domain).plan()  # the depth-first part ends on its budget, the estimate proves it
+    assert isinstance(outcome, NoPlan) and outcome.reason == "no-plan"
+    assert outcome.nodes <= defaults.HTN_DEPTH_FIRST_NODES + 1 and "relaxed problem" in outcome.blocked
 
 
 def test_a_domain_without_a_plan_is_refused_by_run(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ are children (a uniform crossover of two parents' choices with probability
 open are drawn from the child's random stream), each distinct plan scored once
 by the run's evaluator with the run's objectives. Decoding happens in this
 process, in child order, so results are the same for any number of workers,
-and so is what the fallback learns.
+and so is what the fallback learns. The search stops (a ``bound``) once its decodings have
+searched a multiple of the first plan's nodes (:meth:`HtnSearch.at_bound`).
 """
 
 from __future__ import annotations
@@ -136,6 +137,9 @@ class HtnSearch:
         self.planner = Planner(self.domain, fallback, self.learned)
         self.budget: int | None = None
         self.first_depth: int | None = None
+        self.spent = 0
+        """Nodes the decodings after the first plan have searched (see :meth:`at_bound`)."""
+        self.allowance: int | None = None
 
     # -- decoding -------------------------------------------------------------------------------
 
@@ -143,6 +147,8 @@ class HtnSearch:
                operator: str) -> Child:
         outcome = self.planner.plan(genome, RandomChooser(rng) if rng is not None else None,
                                     max_nodes=self.budget, first_depth=self.first_depth)
+        if self.budget is not None:
+            self.spent += outcome.nodes
         meta: dict[str, Any] = {}
         if isinstance(outcome, NoPlan):
             meta["htn"] = {"no_plan": str(outcome), "nodes": outcome.nodes, "exhausted": outcome.exhausted}
@@ -160,6 +166,7 @@ class HtnSearch:
         self.first_depth = made[0].meta["htn"].get("depth_limit")  # the others start where it was found
         self.budget = min(self.domain.max_nodes, max(defaults.HTN_DECODE_MIN_NODES,
                                                      defaults.HTN_DECODE_FACTOR * first_nodes))
+        self.allowance = max(defaults.HTN_SEARCH_MIN_NODES, defaults.HTN_SEARCH_FACTOR * first_nodes)
         seen = {plan_hash(made[0].plan)}
         for attempt in range(2 * self.options.population):
             if len(made) >= self.options.population:
@@ -283,6 +290,15 @@ class HtnSearch:
         return dict(zip(self.ranking.objectives, self.ranking.directions)).get(name, "min")
 
     def at_bound(self) -> str | None:
+        """The search over method choices stops once its decodings have searched
+        :data:`~evolve.defaults.HTN_SEARCH_FACTOR` times the first plan's nodes (at least
+        :data:`~evolve.defaults.HTN_SEARCH_MIN_NODES`): its cost stays proportional to what
+        finding one plan cost, in nodes, so the same run stops at the same generation on
+        any machine; the best plan kept is never worse than the first (survivors stay)."""
+        if self.allowance is not None and self.spent >= self.allowance:
+            return (f"the search over method choices searched {self.spent} nodes, "
+                    f">= {defaults.HTN_SEARCH_FACTOR} x the first plan's (at least "
+                    f"{defaults.HTN_SEARCH_MIN_NODES})")
         return None
 
     STATE_FIELDS = ("generation", "evaluations", "seconds", "stale", "population", "genomes", "cache",
@@ -291,6 +307,7 @@ class HtnSearch:
     def state(self) -> dict[str, Any]:
         state = {name: getattr(self, name) for name in self.STATE_FIELDS}
         state["budget"], state["first_depth"] = self.budget, self.first_depth
+        state["spent"], state["allowance"] = self.spent, self.allowance
         saver = getattr(self.fallback, "checkpoint_state", None)
         state["fallback"] = saver() if callable(saver) else None
         return state
@@ -299,6 +316,7 @@ class HtnSearch:
         for name in self.STATE_FIELDS:
             setattr(self, name, state[name])
         self.budget, self.first_depth = state.get("budget"), state.get("first_depth")
+        self.spent, self.allowance = state.get("spent", 0), state.get("allowance")
         self.planner = Planner(self.domain, self.fallback, self.learned)
         loader = getattr(self.fallback, "restore_checkpoint", None)
         if callable(loader) and state.get("fallback") is not None:

@@ -141,6 +141,17 @@ class Effect:
         return atom_key(*self.atom)
 
 
+@dataclass(frozen=True)
+class Literal:
+    """A compiled precondition literal: predicate, terms (parameters or objects), sign, and
+    whether the predicate is static (decided by the initial state alone)."""
+
+    name: str
+    terms: tuple[str, ...]
+    positive: bool
+    static: bool
+
+
 class Grounder:
     """One domain and problem, grounded (see the module docstring)."""
 
@@ -168,6 +179,10 @@ class Grounder:
         self.actions: dict[tuple[str, tuple[str, ...]], dict[str, Any] | None] = {}
         self.operators: dict[str, Any] = {}
         self.variants: dict[str, Any] = {}
+        self.keys: dict[tuple[str, tuple[str, ...]], str] = {}
+        self.compiled_pre: dict[tuple[int, frozenset[str]], list[tuple[Literal | None, Sexp]]] = {}
+        self.keep_alive: list[Sexp] = []  # the nodes compiled_pre's ids name
+        self.tried: dict[int, set[tuple[str, ...]]] = {}  # by id of a method definition (kept by the domain)
 
     def fail(self, message: str) -> InputError:
         return InputError(self.source, "", message)
@@ -256,6 +271,67 @@ class Grounder:
             return False  # no action ever makes it true
         return ("atom", key)
 
+    def literal(self, node: Sexp, params: frozenset[str]) -> Literal | None:
+        """A conjunct of the form ``(p t...)`` or ``(not (p t...))`` whose terms are all
+        parameters or known objects, compiled once so that grounding it under a binding is a
+        tuple lookup; None for anything else (which :meth:`formula` evaluates)."""
+        positive = True
+        if isinstance(node, tuple) and len(node) == 2 and node[0] == "not" and isinstance(node[1], tuple):
+            positive, node = False, node[1]
+        if not isinstance(node, tuple) or not node or not all(isinstance(n, str) for n in node):
+            return None
+        head = str(node[0])
+        if head == "=" or (head not in self.domain.predicates and head not in self.static):
+            return None
+        terms = tuple(str(t) for t in node[1:])
+        if any(t not in params if t.startswith("?") else t not in self.types for t in terms):
+            return None
+        return Literal(head, terms, positive, head in self.static)
+
+    def compiled(self, node: Sexp, params: frozenset[str]) -> list[tuple[Literal | None, Sexp]]:
+        """The conjuncts of a precondition, each with its compiled literal (made once per node)."""
+        key = (id(node), params)
+        found = self.compiled_pre.get(key)
+        if found is None:
+            found = [(self.literal(c, params), c) for c in conjuncts(node)]
+            self.compiled_pre[key] = found
+            self.keep_alive.append(node)
+        return found
+
+    def ground_literal(self, literal: Literal, binding: Mapping[str, str]) -> bool | str:
+        """The literal under ``binding``: decided (True/False), or the state key it tests."""
+        args = tuple(binding[t] if t[0] == "?" else t for t in literal.terms)
+        if literal.static:
+            return ((literal.name, args) in self.init) == literal.positive
+        key = self.key(literal.name, args)
+        if self.closed and key not in self.reached:
+            return not literal.positive  # no action ever makes it true
+        return key
+
+    def key(self, name: str, args: tuple[str, ...]) -> str:
+        found = self.keys.get((name, args))
+        if found is None:
+            found = self.keys[(name, args)] = atom_key(name, args)
+        return found
+
+    def pre_doc(self, pre: Sexp, params: frozenset[str], binding: Mapping[str, str]) -> list[Any] | None:
+        """``to_doc(formula(pre, binding))``, without building the formula for its literals;
+        None when the precondition is false."""
+        out: list[Any] = []
+        for literal, node in self.compiled(pre, params):
+            if literal is None:
+                ground = self.formula(node, binding)
+                if ground is False:
+                    return None
+                out.extend(to_doc(ground))
+                continue
+            value = self.ground_literal(literal, binding)
+            if value is False:
+                return None
+            if value is not True:
+                out.append({"has": value} if literal.positive else {"not": {"has": value}})
+        return out
+
     def effect_predicates(self, node: Sexp) -> Iterator[str]:
         if isinstance(node, str) or node == ():
             return
@@ -303,15 +379,18 @@ class Grounder:
         precondition's positive atoms (over the reachable facts) as relations too, and every
         parameter no relation binds over the objects of its type."""
         types = dict(params)
-        parts = [(c, free_vars(c)) for c in conjuncts(pre)]
+        names = frozenset(v for v, _ in params)
+        parts = [(c, free_vars(c), literal) for literal, c in self.compiled(pre, names)]
         joined = [*relations, *((tuple(str(a) for a in c[1:]), self.facts.setdefault(str(c[0]), Relation()))
-                                for c, _ in parts if isinstance(c, tuple) and c and str(c[0]) in
+                                for c, _, _ in parts if isinstance(c, tuple) and c and str(c[0]) in
                                 self.domain.predicates and all(isinstance(a, str) for a in c))]
         joined_vars = [{t for t in terms if t.startswith("?")} for terms, _ in joined]
 
         def consistent(binding: dict[str, str], fresh: set[str]) -> bool:
-            for node, vs in parts:
-                if vs & fresh and vs <= binding.keys() and self.formula(node, binding) is False:
+            for node, vs, literal in parts:
+                if vs & fresh and vs <= binding.keys() and (
+                        self.formula(node, binding) if literal is None
+                        else self.ground_literal(literal, binding)) is False:
                     return False
             for (terms, relation), vs in zip(joined, joined_vars):
                 if vs & fresh and vs <= binding.keys() and \
@@ -348,19 +427,27 @@ class Grounder:
                 types: Mapping[str, tuple[str, ...]]) -> list[dict[str, str]]:
         """The new bindings under which ``terms`` match a row of ``relation``."""
         fixed = [(i, binding.get(t, t)) for i, t in enumerate(terms) if not t.startswith("?") or t in binding]
+        opens = [(i, t, self.member_set(types[t]) if t in types else None)
+                 for i, t in enumerate(terms) if t.startswith("?") and t not in binding]
+        size = len(terms)
         out = []
         for row in relation.candidates(fixed):
-            if len(row) != len(terms):
+            if len(row) != size:
                 continue
             extra: dict[str, str] = {}
-            for term, value in zip(terms, row):
-                if term.startswith("?") and term not in binding and (
-                        extra.setdefault(term, value) != value
-                        or (term in types and not self.is_a(value, types[term]))):
+            for i, term, members in opens:
+                value = row[i]
+                if extra.setdefault(term, value) != value or (members is not None and value not in members):
                     break
             else:
                 out.append(extra)
         return out
+
+    def member_set(self, types: Sequence[str]) -> set[str]:
+        key = ",".join(types)
+        if key not in self.members:
+            self.members[key] = set(self.objects_of(types))
+        return self.members[key]
 
     def relax(self) -> None:
         """The facts and actions reachable when deletes are ignored (a superset of every
@@ -497,7 +584,12 @@ class Grounder:
         """The method's instances whose every subtask has an instance already: name, document
         and the ground arguments of the task it achieves."""
         relations = [(c.args, self.instances.setdefault(c.name, Relation())) for c in definition.subtasks]
+        tried = self.tried.setdefault(id(definition), set())  # a binding's verdict never changes
         for binding in self.bindings(definition.params, definition.pre, relations):
+            values = tuple(binding[v] for v, _ in definition.params)
+            if values in tried:
+                continue
+            tried.add(values)
             made = self.method(definition, root, binding)
             if made is not None:
                 yield made
@@ -506,12 +598,12 @@ class Grounder:
             -> tuple[str, dict[str, Any], tuple[str, ...]] | None:
         """A method instance (name, document, the achieved task's arguments); None when it can
         never apply (a false precondition, an action that can never apply)."""
-        pre = self.formula(definition.pre, binding)
-        if pre is False:
+        pre = self.pre_doc(definition.pre, frozenset(v for v, _ in definition.params), binding)
+        if pre is None:
             return None
         subtasks = []
         for call in definition.subtasks:
-            args = tuple(self.term(a, binding) for a in call.args)
+            args = tuple(binding[a] if a in binding else self.term(a, binding) for a in call.args)
             if call.name in self.domain.actions:
                 made = self.action(call.name, args)
                 if made is None:
@@ -525,7 +617,7 @@ class Grounder:
         args = tuple(self.term(a, binding) for a in definition.task.args)
         task = root if root is not None else ground_name(definition.task.name, args)
         name = ground_name(ROOT_METHOD if root is not None else definition.name, values)
-        return name, {"task": task, "pre": to_doc(pre), "subtasks": subtasks,
+        return name, {"task": task, "pre": pre, "subtasks": subtasks,
                       "unordered": definition.unordered}, args
 
     def reachable(self, methods: Mapping[str, dict[str, Any]], tasks: Mapping[str, list[str]]) -> set[str]:
@@ -562,10 +654,16 @@ class Relation:
         if not fixed:
             yield from list(self.rows)
             return
+        if len(fixed) == 1:  # the index is exact
+            yield from list(self.index.get(fixed[0], ()))
+            return
         lists = [self.index.get(key, []) for key in fixed]
         shortest = min(lists, key=len)
         for row in list(shortest):
-            if all(len(row) > i and row[i] == v for i, v in fixed):
+            for i, v in fixed:
+                if len(row) <= i or row[i] != v:
+                    break
+            else:
                 yield row
 
 

@@ -1,4 +1,6 @@
-"""The HTN planner: depth-first decomposition with backtracking, bounded in depth and nodes.
+"""The HTN planner: depth-first decomposition with backtracking, bounded in depth and nodes,
+and, for a first plan the depth-first search does not find in :data:`~evolve.defaults.HTN_DEPTH_FIRST_NODES`
+nodes, a greedy best-first search on the relaxed composition (:meth:`Planner.best_first`).
 
 A compound task is replaced by the subtasks of the first method whose guard
 holds; a primitive one is applied when its precondition holds; when a branch
@@ -29,15 +31,19 @@ deep plans never meet Python's recursion limit.
 from __future__ import annotations
 
 import functools
+import heapq
 import itertools
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
+from evolve import defaults
 from evolve.problems.htn.domain import (
     All,
     Domain,
+    Has,
     Method,
     Not,
     Predicate,
@@ -51,8 +57,11 @@ from evolve.problems.htn.domain import (
     truth,
 )
 from evolve.problems.htn.fallback import DecompositionFallback, FallbackReply
+from evolve.problems.htn.heuristic import INFINITE, Costs, RelaxedComposition
 
 ChoiceValue = int | tuple[int, ...]
+Check = tuple[tuple[str, ...], tuple[str, ...]] | Literal[False]
+"""A guard compiled by :func:`literals`: the keys it needs set and unset, or False (walk it)."""
 FIRST_DEPTH = 8
 """The shallowest depth limit of the portfolio; each next one is :data:`DEPTH_GROWTH` times
 deeper, up to ``max_depth``."""
@@ -61,6 +70,12 @@ FIRST_CAP = 1000
 """Nodes each depth limit gets in the first cycle of the portfolio."""
 CAP_GROWTH = 4
 """How much more each cycle gives (so the total is a small multiple of the last cycle's)."""
+ANCHORED = 8
+"""A task with at least this many methods has only the methods whose anchor fact holds tried
+(see :meth:`Planner.candidates`); with fewer, all are (the index would not pay)."""
+STATE_CACHE = 16
+"""States whose relaxed costs the best-first search keeps (most nodes only decompose, keeping
+their parent's state)."""
 
 
 @dataclass(frozen=True)
@@ -183,6 +198,25 @@ def network_key(node: Node) -> tuple[tuple[object, tuple[str, ...]], tuple[int, 
     return (frozenset(node.state.items()), names), depths
 
 
+def literals(pred: Predicate) -> Check:
+    """``(keys that must be set, keys that must not be)`` of a conjunction of ``has`` and
+    ``not has`` tests; False for any other predicate."""
+    positive: list[str] = []
+    negative: list[str] = []
+    todo = [pred]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, Has):
+            positive.append(item.key)
+        elif isinstance(item, Not) and isinstance(item.inner, Has):
+            negative.append(item.inner.key)
+        elif isinstance(item, All):
+            todo.extend(item.items)
+        else:
+            return False
+    return tuple(positive), tuple(negative)
+
+
 def unlink(applied: Applied) -> tuple[tuple[str, str, str], ...]:
     out = []
     while applied is not None:
@@ -227,6 +261,17 @@ class Planner:
             self.by_task[method.task] = (*self.by_task.get(method.task, ()), method)
         for method in self.learned.methods:
             self.by_task[method.task] = (*self.by_task.get(method.task, ()), method)
+        self._relaxation: RelaxedComposition | None = None
+        self.checks: dict[str, Check] = {}
+        self.op_checks: dict[str, Check] = {}
+        self.anchors: dict[str, tuple[dict[str, list[int]], list[int]]] = {}
+
+    def relaxation(self) -> RelaxedComposition:
+        """The domain's compiled heuristic (built on first use: the decodes of the evolutionary
+        search never need it)."""
+        if self._relaxation is None:
+            self._relaxation = RelaxedComposition(self.domain)
+        return self._relaxation
 
     def methods(self, task: str) -> tuple[Method, ...]:
         return self.by_task.get(task, ())
@@ -240,8 +285,18 @@ class Planner:
         (default :data:`FIRST_DEPTH`) on."""
         start = dict(self.domain.state if state is None else state)
         root = Pending(self.domain.goal, self.domain.goal, 0, (), None)
-        return self.search(root, start, {c.key: c.value for c in genome}, chooser,
-                           use_fallback=True, max_nodes=max_nodes, first_depth=first_depth)
+        total = max_nodes or self.domain.max_nodes
+        if genome or chooser is not None or self.fallback is not None or first_depth is not None:
+            return self.search(root, start, {c.key: c.value for c in genome}, chooser,
+                               use_fallback=True, max_nodes=total, first_depth=first_depth)
+        # the first plan: the domain's order depth-first for a while (cheap per node, and what a
+        # small domain needs), then the heuristic search with what is left
+        quick = self.search(root, start, {}, None, use_fallback=True,
+                            max_nodes=min(total, defaults.HTN_DEPTH_FIRST_NODES))
+        if isinstance(quick, Decomposition) or not quick.exhausted or quick.nodes >= total:
+            return quick
+        guided = self.best_first(root, start, total - quick.nodes)
+        return replace(guided, nodes=guided.nodes + quick.nodes)
 
     def search(self, root: Pending | None, state: State, prefs: Mapping[str, ChoiceValue],
                chooser: Chooser | None, use_fallback: bool, max_nodes: int | None = None,
@@ -312,6 +367,62 @@ class Planner:
             return NoPlan("depth", self.deepest[1] or "nothing tried", nodes, self.domain.max_depth)
         return NoPlan("no-plan", self.deepest[1] or f"nothing decomposes {self.domain.goal!r}", nodes)
 
+    def best_first(self, root: Pending | None, state: State, budget: int) -> Outcome:
+        """Greedy best-first search on the relaxed composition's estimate (see
+        :mod:`evolve.problems.htn.heuristic`): the open node whose tasks look cheapest from its
+        state is expanded first, ties to the newest (so a decomposition the estimate likes is
+        followed down at once); a node whose estimate is infinite can never finish and is
+        dropped, and a state and task network met before is not expanded again."""
+        relaxation = self.relaxation()
+        self.deepest = (-1, "")
+        self.limit = self.domain.max_depth
+        self.cut = False
+        by_state: OrderedDict[frozenset[tuple[str, Value]], Costs] = OrderedDict()
+
+        def estimate(node: Node, facts: frozenset[tuple[str, Value]]) -> int:
+            costs = by_state.get(facts)
+            if costs is None:
+                costs = relaxation.costs(node.state)
+                by_state[facts] = costs
+                if len(by_state) > STATE_CACHE:
+                    by_state.popitem(last=False)
+            names = node.pending.network[0] if node.pending is not None else ()
+            return relaxation.estimate(costs, names)
+
+        start = Node(root, state, (), ())
+        first = estimate(start, frozenset(state.items()))
+        if first >= INFINITE:
+            return NoPlan("no-plan", "the relaxed problem proves the tasks can never be done", 1)
+        tie = 0
+        queue: list[tuple[int, int, Node]] = [(first, tie, start)]
+        seen: set[tuple[frozenset[tuple[str, Value]], tuple[str, ...]]] = set()
+        nodes = 0
+        while queue:
+            _, _, node = heapq.heappop(queue)
+            nodes += 1
+            if node.pending is None:
+                genome = tuple(sorted({c.key: c for c in node.choices}.values(), key=lambda c: c.key))
+                return Decomposition(node.steps, genome, node.state, nodes, unlink(node.applied))
+            if nodes >= budget:
+                return NoPlan("budget", self.deepest[1] or "nothing tried", nodes, self.domain.max_nodes)
+            facts = frozenset(node.state.items())
+            key = (facts, node.pending.network[0])
+            if key in seen:
+                continue
+            seen.add(key)
+            for child in self.expand(node, {}, None, False):
+                child_facts = facts if child.state is node.state else frozenset(child.state.items())
+                value = estimate(child, child_facts)
+                if value >= INFINITE:
+                    self.blocked(child, "the relaxed problem proves the remaining tasks can never "
+                                        f"be done (at {node.pending.path})")
+                    continue
+                tie -= 1
+                heapq.heappush(queue, (value, tie, child))
+        if self.cut:
+            return NoPlan("depth", self.deepest[1] or "nothing tried", nodes, self.domain.max_depth)
+        return NoPlan("no-plan", self.deepest[1] or f"nothing decomposes {self.domain.goal!r}", nodes)
+
     def blocked(self, node: Node, text: str) -> None:
         """Remember the failure of the attempt that got furthest (most steps applied)."""
         if len(node.steps) > self.deepest[0]:
@@ -329,23 +440,29 @@ class Planner:
             return
         operator = domain.operators.get(task.name)
         if operator is not None:
-            if holds(operator.pre, node.state):
+            if self.guard(self.op_checks, operator.name, operator.pre, node.state):
                 step = Step(operator.name, task.path, task.trail)
                 yield Node(task.rest, operator.effects.apply(node.state), (*node.steps, step), node.choices,
                            node.applied)
-            else:
+            elif len(node.steps) > self.deepest[0]:
                 failing = first_failing(operator.pre, node.state)
                 self.blocked(node, f"{operator.name} needs {show(failing or operator.pre)} "
                                    f"(at {task.path})")
             return
         methods = self.methods(task.name)
         applicable = False
-        for index in self.method_order(task.path, len(methods), prefs, chooser):
+        if len(node.steps) > self.deepest[0] or len(methods) < ANCHORED:
+            order: Iterable[int] = self.method_order(task.path, len(methods), prefs, chooser)
+        else:  # only the methods whose anchor fact holds (the failures' messages are not kept)
+            order = self.candidates(task.name, methods, node.state,
+                                    self.preferred(task.path, len(methods), prefs, chooser))
+        for index in order:
             method = methods[index]
-            if not holds(method.pre, node.state):
-                failing = first_failing(method.pre, node.state)
-                self.blocked(node, f"method {method.name} of {task.name} needs "
-                                   f"{show(failing or method.pre)} (at {task.path})")
+            if not self.guard(self.checks, method.name, method.pre, node.state):
+                if len(node.steps) > self.deepest[0]:  # the message only when it is kept
+                    failing = first_failing(method.pre, node.state)
+                    self.blocked(node, f"method {method.name} of {task.name} needs "
+                                       f"{show(failing or method.pre)} (at {task.path})")
                 continue
             applicable = True
             yield from self.apply_method(node, task, method, index, len(methods), prefs, chooser)
@@ -360,12 +477,74 @@ class Planner:
                 yield from self.apply_method(node, task, learned, methods.index(learned), len(methods),
                                              prefs, chooser)
 
-    def method_order(self, key: str, count: int, prefs: Mapping[str, ChoiceValue],
-                     chooser: Chooser | None) -> list[int]:
+    def guard(self, checks: dict[str, Check], name: str,
+              pre: Predicate, state: State) -> bool:
+        """``holds(pre, state)``, with a conjunction of ``has`` and ``not has`` tests (all a
+        grounded HDDL domain has) checked as two key lists instead of walking the predicate."""
+        check = checks.get(name)
+        if check is None:
+            check = checks[name] = literals(pre)
+        if check is False:
+            return holds(pre, state)
+        positive, negative = check
+        for key in positive:
+            value = state.get(key)
+            if value is None or value is False or isinstance(value, Unknown):
+                return False
+        for key in negative:
+            value = state.get(key)
+            if value is not None and value is not False:
+                return False
+        return True
+
+    def preferred(self, key: str, count: int, prefs: Mapping[str, ChoiceValue],
+                  chooser: Chooser | None) -> int:
         preferred = prefs.get(key)
         if not isinstance(preferred, int) or not 0 <= preferred < count:
             preferred = chooser.method(key, count) if chooser is not None and count > 1 else 0
-        return [preferred, *(i for i in range(count) if i != preferred)] if count else []
+        return preferred
+
+    def method_order(self, key: str, count: int, prefs: Mapping[str, ChoiceValue],
+                     chooser: Chooser | None) -> list[int]:
+        if not count:
+            return []
+        preferred = self.preferred(key, count, prefs, chooser)
+        return [preferred, *(i for i in range(count) if i != preferred)]
+
+    def candidates(self, task: str, methods: Sequence[Method], state: State, preferred: int) -> list[int]:
+        """The methods of ``task`` (indices, in :meth:`method_order`'s order) whose guard may
+        hold in ``state``: those with no fact a guard must have set, and those whose first such
+        fact (their anchor) is set. A task of a grounded domain can have thousands of methods,
+        of which a state's few facts admit a handful."""
+        index = self.anchors.get(task)
+        if index is None:
+            by_key: dict[str, list[int]] = {}
+            free: list[int] = []
+            for i, method in enumerate(methods):
+                check = self.checks.get(method.name)
+                if check is None:
+                    check = self.checks[method.name] = literals(method.pre)
+                if check is False or not check[0]:
+                    free.append(i)
+                else:
+                    by_key.setdefault(check[0][0], []).append(i)
+            index = self.anchors[task] = (by_key, free)
+        by_key, free = index
+        found = list(free)
+        if len(by_key) <= len(state):
+            for key, indices in by_key.items():
+                value = state.get(key)
+                if value is not None and value is not False:
+                    found.extend(indices)
+        else:
+            for key, value in state.items():
+                if value is not None and value is not False and key in by_key:
+                    found.extend(by_key[key])
+        found.sort()
+        if preferred in found:
+            found.remove(preferred)
+            found.insert(0, preferred)
+        return found
 
     def apply_method(self, node: Node, task: Pending, method: Method, index: int, count: int,
                      prefs: Mapping[str, ChoiceValue], chooser: Chooser | None) -> Iterator[Node]:
@@ -418,6 +597,7 @@ class Planner:
             record.update(method=method.name, reason=reply.reason)
             self.learned.methods.append(method)
             self.by_task[task.name] = (*self.methods(task.name), method)
+            self.anchors.pop(task.name, None)
         else:
             record.update(rejected=rejected, detail=detail[:300])
         self.learned.verdicts[question] = method.name if method is not None else None

@@ -8,6 +8,7 @@ in a problem file and are read by the same code.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -177,8 +178,48 @@ def scalar(r: Reader, value: object, path: str) -> Scalar:
     raise r.fail(path, f"expected a string, number, true/false or null, got {describe(value)}")
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def has(key: str) -> Has:
+    """One ``Has`` per key (a grounded domain tests each fact in many guards)."""
+    return Has(key)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def has_not(key: str) -> Not:
+    return Not(Has(key))
+
+
+def simple(value: object) -> Predicate | None:
+    """The predicate of ``{has: k}``, ``{not: P}`` and lists of those (what grounded HDDL is
+    made of), read without the checks' bookkeeping; None for anything else, which the full
+    reader then reads (and reports, if it is wrong)."""
+    if type(value) is dict and len(value) == 1:
+        key = value.get("has")
+        if type(key) is str and key:
+            return has(key)
+        inner = value.get("not")
+        if inner is not None:
+            if type(inner) is dict and len(inner) == 1 and type(inner.get("has")) is str and inner["has"]:
+                return has_not(inner["has"])
+            found = simple(inner)
+            return None if found is None else Not(found)
+        return None
+    if type(value) is list:
+        items = []
+        for item in value:
+            found = simple(item)
+            if found is None:
+                return None
+            items.append(found)
+        return All(tuple(items))
+    return None
+
+
 def predicate(r: Reader, value: object, path: str) -> Predicate:
     """``{has: k}``, ``{eq: [k, v]}``, ``{not: P}``, or a list of predicates (all of them)."""
+    fast = simple(value)
+    if fast is not None:
+        return fast
     if isinstance(value, list):
         return All(tuple(predicate(r, item, f"{path}[{i}]") for i, item in enumerate(value)))
     doc = r.mapping(value, path, PREDICATE_KEYS)
