@@ -133,15 +133,26 @@ class ToolChoice:
             if n < 0:
                 return choice
             used = [int(t) for t in order[:n]]
-            read = {int(f) for t in used for f in cp.inputs(t)}
-            makes = {u: set(cp.outputs(u).tolist()) for u in used}
+            # per pass, one index each (a scan per tool made this quadratic in the plan's size):
+            # the tools some read fact is chosen from, each tool's criteria, each fact's first
+            # two makers among the used tools (in decoding order)
+            read_from = {int(choice[f]) for t in used for f in cp.inputs(t)}
+            mine_of: dict[int, list[int]] = {}
+            for f in criteria:
+                mine_of.setdefault(int(choice[f]), []).append(f)
+            first_makers: dict[int, list[int]] = {}
+            for u in used:
+                for f in dict.fromkeys(cp.outputs(u).tolist()):
+                    makers_f = first_makers.setdefault(f, [])
+                    if len(makers_f) < 2:
+                        makers_f.append(u)
             approver = (int(choice[approval]) if cp.approval_required and approval < len(choice)
                         and any(cp.risk[u] == 1 for u in used) else -1)
             for t in used:
-                mine = [f for f in criteria if choice[f] == t]
-                if not mine or t == approver or any(choice[f] == t for f in read):
+                mine = mine_of.get(t, [])
+                if not mine or t == approver or t in read_from:
                     continue
-                makers = [next((u for u in used if u != t and f in makes[u]), -1) for f in mine]
+                makers = [next((u for u in first_makers.get(f, ()) if u != t), -1) for f in mine]
                 if min(makers) >= 0:
                     for f, u in zip(mine, makers):
                         choice[f] = u
