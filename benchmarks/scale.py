@@ -13,7 +13,8 @@ in a fresh Python process per size (so each size's peak memory is its own):
   flat across sizes when one schedule costs time linear in the plan's size;
 
 and, in another fresh process, the default ``evolve run FILE --seed 1`` (all cores, report
-written), timed on the wall and read back from its ``summary.json``: the search seconds, the
+written), timed on the wall (and in CPU seconds, its workers included: steadier than the wall
+on a shared machine) and read back from its ``summary.json``: the search seconds, the
 best plan's tasks, plans scored per search second (each child carries its local search of up to
 1,650 schedules) and that rate times the tasks. Peak RSS is the largest process's (``wait4``).
 Numba's kernels are compiled into its cache by a warm-up run first, outside any clock. Usage::
@@ -92,7 +93,8 @@ def run_default(path: Path, seed: int, out: Path, profile: Path | None = None) -
     if child.returncode != 0:
         raise SystemExit(f"evolve run {path} failed ({child.returncode}): {err[-2000:]}")
     summary = json.loads((out / "summary.json").read_text())
-    return {"wall": wall, "rss_mb": usage.ru_maxrss / 1024, "search": summary["seconds"],
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024,
+            "search": summary["seconds"],
             "tasks": summary["best"]["tasks"], "evaluations": summary["evaluations"],
             "makespan": summary["best"]["makespan"], "jobs": summary["options"]["jobs"]}
 
@@ -153,8 +155,8 @@ def main() -> None:
         head = (f"{'facts':>6} {'tools':>6} {'load s':>7} {'compile s':>9} {'greedy s':>8} "
                 f"{'score/s x tasks':>15} {'stages MB':>9}")
         if not args.no_run:
-            head += (f" | {'run search s':>12} {'run wall s':>10} {'run MB':>7} {'tasks':>6} "
-                     f"{'plans/s':>8} {'plans/s x tasks':>15}")
+            head += (f" | {'run search s':>12} {'run wall s':>10} {'run CPU s':>9} {'run MB':>7} "
+                     f"{'tasks':>6} {'plans/s':>8} {'plans/s x tasks':>15}")
         print(head)
         for facts in args.facts:
             path = write_problem(facts, args.seed, folder)
@@ -165,8 +167,9 @@ def main() -> None:
             if not args.no_run:
                 run = run_default(path, args.run_seed, Path(tmp) / f"run{facts}")
                 rate = run["evaluations"] / run["search"]
-                line += (f" | {run['search']:>12.2f} {run['wall']:>10.2f} {run['rss_mb']:>7.0f} "
-                         f"{run['tasks']:>6} {rate:>8.2f} {rate * run['tasks']:>15,.0f}")
+                line += (f" | {run['search']:>12.2f} {run['wall']:>10.2f} {run['cpu']:>9.2f} "
+                         f"{run['rss_mb']:>7.0f} {run['tasks']:>6} {rate:>8.2f} "
+                         f"{rate * run['tasks']:>15,.0f}")
             print(line, flush=True)
 
 

@@ -2,7 +2,8 @@
 
 ``downstream_test`` (one bitset pass) against :func:`descendants` (a walk per task), on evolved
 plans and on plans with cycles; checkpoint encodings reused through an ``EncodeMemo`` against
-fresh ones; crossover's counted fresh ids against a rescan of the child."""
+fresh ones; crossover's counted fresh ids against a rescan of the child; the tool-choice climb
+that skips hopeless schedules against the one that schedules every move."""
 
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ from hypothesis import strategies as st
 
 from evolve.model.plan import Plan, Task, next_task_id
 from evolve.model.problem import Problem
+from evolve.problems.synthetic import generate_problem
 from evolve.run.state_codec import EncodeMemo, decode, encode
+from evolve.search import toolchoice_kernels as k
 from evolve.search.chaining import construct
 from evolve.search.loop import choose
 from evolve.search.operators import STRUCTURAL, crossover, descendants, downstream_test
+from evolve.search.toolchoice import GREEDY_RULES, ToolChoice
 
 SEEDS = st.integers(0, 2**32 - 1)
 
@@ -127,3 +131,22 @@ def test_crossover_counts_the_ids_a_rescan_would_give(refund: Problem, seed: int
                                for t in b.tasks))  # ids shifted, so many clash with a's
     assert crossover(refund, a, b, np.random.default_rng(seed)) == \
         rescanned_crossover(refund, a, b, np.random.default_rng(seed))
+
+
+@settings(max_examples=40, deadline=None)
+@given(tools=st.integers(8, 240), seed=SEEDS, rule=st.sampled_from(GREEDY_RULES),
+       probe=st.sampled_from([0, 12]), near=st.sampled_from([0.0, 0.05, 0.5]),
+       evals=st.integers(1, 400))
+def test_the_bounded_climb_is_the_plain_climb(tools: int, seed: int, rule: str, probe: int,
+                                              near: float, evals: int) -> None:
+    """Skipping the schedules of moves whose work bound cannot win changes nothing: the same
+    choice, makespan, tasks, evaluations and random stream after, probing on and off."""
+    problem = generate_problem(tools, seed % 1000)
+    search = ToolChoice(problem)
+    results = []
+    for bound in (False, True):
+        choice = search.greedy(rule, np.random.default_rng(seed), 0.3)
+        rng = np.random.default_rng(seed)
+        ms, n, used = k.hill_climb(search.tables, choice, rng, evals, probe, near, bound)
+        results.append((float(ms), int(n), int(used), choice.tolist(), int(rng.integers(1 << 40))))
+    assert results[0] == results[1]

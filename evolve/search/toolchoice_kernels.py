@@ -25,6 +25,11 @@ from evolve.model.graph_kernels import longest_tails, transpose
 from evolve.scheduling.kernel import heap_pop, heap_push, justify, rank_by, serial_sgs
 
 INFEASIBLE = np.inf
+BOUND_EPS = 1e-9
+"""The schedulers' tolerance (:data:`evolve.scheduling.base.EPS`): a task may overlap a step by
+this much time, and usage may pass a capacity by this much."""
+BOUND_MARGIN = 1e-7
+"""Relative margin of :func:`bounded_score`'s test, far above a sum's rounding error."""
 JUSTIFY_ROUNDS = 0
 """Forward-backward passes per scored choice: the first pays for itself, later ones rarely."""
 
@@ -202,6 +207,14 @@ def schedule_choice(tables, choice, task_of, order, color, rounds):  # type: ign
     n = decode(tables, choice, task_of, order, color)
     if n < 0:
         return INFEASIBLE, 0, np.zeros(0, dtype=np.float64)
+    return schedule_decoded(tables, choice, task_of, order, n, rounds)
+
+
+@njit(cache=True)  # type: ignore[misc]
+def schedule_decoded(tables, choice, task_of, order, n, rounds):  # type: ignore[no-untyped-def]
+    """:func:`schedule_choice` of a choice :func:`decode` has just decoded to ``n`` tasks."""
+    (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
+     max_tasks) = tables
     pred_ptr, pred_idx, succ_ptr, succ_idx = task_graph(tables, choice, order, task_of, n)
     dur_t, need_t = dur[order[:n]], need[order[:n]]
     key = priority_keys(dur_t, pred_ptr, pred_idx, succ_ptr, succ_idx, n)
@@ -229,6 +242,47 @@ def _makespan(start, dur):  # type: ignore[no-untyped-def]
 def score(tables, choice, task_of, order, color):  # type: ignore[no-untyped-def]
     """``(makespan, tasks)`` of a choice, as the hill-climb compares them (one justification)."""
     ms, n, _ = schedule_choice(tables, choice, task_of, order, color, JUSTIFY_ROUNDS)
+    return ms, n
+
+
+@njit(cache=True)  # type: ignore[misc]
+def work_bound(tables, order, n):  # type: ignore[no-untyped-def]
+    """A makespan no schedule of the decoded tasks ``order[:n]`` beats: for each limited
+    capacity, the work it carries (duration times need, summed) over the capacity.
+
+    Generated plans are limited by ``max_parallel`` almost everywhere (the climbed schedule is
+    within a fraction of a percent of this bound), so most moves that add work cannot be better
+    and need no schedule: see :func:`bounded_score`.
+    """
+    dur, need, cap = tables[0], tables[1], tables[2]
+    best = 0.0
+    for r in range(cap.shape[0]):
+        if not np.isfinite(cap[r]) or cap[r] <= 0.0:
+            continue
+        acc = 0.0
+        for k in range(n):
+            t = order[k]
+            acc += dur[t] * need[t, r]
+        # the scheduler lets usage reach cap + EPS (see evolve.scheduling.base)
+        acc /= cap[r] + BOUND_EPS
+        if acc > best:
+            best = acc
+    return best
+
+
+@njit(cache=True)  # type: ignore[misc]
+def bounded_score(tables, choice, task_of, order, color, beat):  # type: ignore[no-untyped-def]
+    """:func:`score`, except that a choice whose :func:`work_bound` is above ``beat`` (by more
+    than rounding could explain) is not scheduled: it scores ``(inf, tasks)``, since its real
+    makespan would be above ``beat`` too. The hill-climb passes the value a move must reach to
+    be kept or probed, so skipping the schedule changes none of its decisions."""
+    n = decode(tables, choice, task_of, order, color)
+    if n < 0:
+        return INFEASIBLE, 0
+    bound = work_bound(tables, order, n)
+    if bound * (1.0 - BOUND_MARGIN) - 4 * n * BOUND_EPS > beat + BOUND_EPS:
+        return INFEASIBLE, n
+    ms, n, _ = schedule_decoded(tables, choice, task_of, order, n, JUSTIFY_ROUNDS)
     return ms, n
 
 
@@ -280,7 +334,7 @@ def critical_first(tables, choice, task_of, order, start, ms, n, facts, m, rng):
 
 
 @njit(cache=True)  # type: ignore[misc]
-def hill_climb(tables, choice, rng, max_evals, probe, near):  # type: ignore[no-untyped-def]
+def hill_climb(tables, choice, rng, max_evals, probe, near, bound=True):  # type: ignore[no-untyped-def]
     """First-improvement local search on the choice; returns ``(makespan, tasks, evaluations)``.
 
     A move gives one needed fact another producer and, in the same step,
@@ -296,6 +350,11 @@ def hill_climb(tables, choice, rng, max_evals, probe, near):  # type: ignore[no-
     cost ``probe`` times more, so only moves whose greedy schedule comes within
     ``near`` (a fraction) of the current value are probed; a greedy schedule
     already better needs no probe.
+
+    With ``bound`` (the default) a move whose work bound already exceeds what it must reach
+    to be kept (or probed) is not scheduled (see :func:`bounded_score`): the same climb,
+    decision for decision, for a fraction of the schedules; ``bound=False`` is the plain
+    climb the tests hold it to.
     """
     (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
      max_tasks) = tables
@@ -350,7 +409,11 @@ def hill_climb(tables, choice, rng, max_evals, probe, near):  # type: ignore[no-
                     g = out_idx[z]
                     if needed[g] and not initial[g]:
                         choice[g] = p
-                ms2, n2 = score(tables, choice, task_of, order, color)
+                if bound:
+                    beat = max(ms, ms * (1.0 + near)) if probe > 0 else ms
+                    ms2, n2 = bounded_score(tables, choice, task_of, order, color, beat)
+                else:
+                    ms2, n2 = score(tables, choice, task_of, order, color)
                 evals += 1
                 if probe > 0 and ms2 < INFEASIBLE and not _better(ms2, n2, ms, n) \
                         and ms2 <= ms * (1.0 + near):
