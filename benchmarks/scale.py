@@ -21,6 +21,7 @@ Numba's kernels are compiled into its cache by a warm-up run first, outside any 
 
     python benchmarks/scale.py                            # 100 300 1000 3000 10000 facts (~3 min)
     python benchmarks/scale.py --facts 3000 --no-run      # the stages only
+    python benchmarks/scale.py --facts 3000 --jobs 1      # the run on one core
     python benchmarks/scale.py --profile 3000             # cProfile of load..greedy and the run
 """
 
@@ -80,10 +81,12 @@ def stage_times(path: Path) -> dict[str, Any]:
     }
 
 
-def run_default(path: Path, seed: int, out: Path, profile: Path | None = None) -> dict[str, Any]:
+def run_default(path: Path, seed: int, out: Path, profile: Path | None = None,
+                jobs: int | None = None) -> dict[str, Any]:
     """``evolve run path --seed seed`` in a child process: wall seconds, peak RSS, its summary."""
     cmd = [sys.executable, *(["-m", "cProfile", "-o", str(profile)] if profile else []),
-           "-m", "evolve", "run", str(path), "--seed", str(seed), "--out", str(out), "--force"]
+           "-m", "evolve", "run", str(path), "--seed", str(seed), "--out", str(out), "--force",
+           *(["--jobs", str(jobs)] if jobs is not None else [])]
     began = time.perf_counter()
     child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
@@ -129,6 +132,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="the generator's seed")
     ap.add_argument("--run-seed", type=int, default=1, help="evolve run --seed")
     ap.add_argument("--no-run", action="store_true", help="time the stages only")
+    ap.add_argument("--jobs", type=int, default=None, help="evolve run --jobs (default: its own)")
     ap.add_argument("--profile", type=int, default=None, metavar="FACTS",
                     help="cProfile the stages and the run at this size instead")
     ap.add_argument("--dir", type=Path, default=None, help="keep the problems here (default: temp)")
@@ -147,10 +151,12 @@ def main() -> None:
             path = write_problem(args.profile, args.seed, folder)
             child(["--stages", str(path)], profile=Path(tmp) / "stages.prof")
             show_profile(Path(tmp) / "stages.prof", f"stages, {args.profile} facts")
-            run_default(path, args.run_seed, Path(tmp) / "run", profile=Path(tmp) / "run.prof")
+            run_default(path, args.run_seed, Path(tmp) / "run", profile=Path(tmp) / "run.prof",
+                        jobs=args.jobs)
             show_profile(Path(tmp) / "run.prof", f"evolve run, {args.profile} facts")
             return
-        print(f"generator seed {args.seed}, evolve run --seed {args.run_seed}, "
+        jobs = f" --jobs {args.jobs}" if args.jobs is not None else ""
+        print(f"generator seed {args.seed}, evolve run --seed {args.run_seed}{jobs}, "
               f"{os.cpu_count()} cores; seconds on the wall of this machine")
         head = (f"{'facts':>6} {'tools':>6} {'load s':>7} {'compile s':>9} {'greedy s':>8} "
                 f"{'score/s x tasks':>15} {'stages MB':>9}")
@@ -165,7 +171,7 @@ def main() -> None:
                     f"{st['greedy']:>8.3f} {st['scores_per_s'] * st['greedy_tasks']:>15,.0f} "
                     f"{st['rss_mb']:>9.0f}")
             if not args.no_run:
-                run = run_default(path, args.run_seed, Path(tmp) / f"run{facts}")
+                run = run_default(path, args.run_seed, Path(tmp) / f"run{facts}", jobs=args.jobs)
                 rate = run["evaluations"] / run["search"]
                 line += (f" | {run['search']:>12.2f} {run['wall']:>10.2f} {run['cpu']:>9.2f} "
                          f"{run['rss_mb']:>7.0f} {run['tasks']:>6} {rate:>8.2f} "
