@@ -81,9 +81,14 @@ class ToolChoice:
     compiled: CompiledProblem = field(init=False)
     tables: tuple[Any, ...] = field(init=False, repr=False)
     base: Any = field(init=False, repr=False)
+    fact_id: dict[str, int] = field(init=False, repr=False)
+    tool_id: dict[str, int] = field(init=False, repr=False)
+    """The compiled problem's name maps, built once (every child reads its plan through them;
+    built per call they cost more than the reading at 20,000 tools)."""
 
     def __post_init__(self) -> None:
         self.compiled = compile_problem(self.problem)
+        self.fact_id, self.tool_id = self.compiled.fact_id, self.compiled.tool_id
         self.tables = kernel_tables(self.compiled)
         nt = len(self.compiled.tools)
         scratch = [np.empty(nt, dtype=np.int64) for _ in range(3)]
@@ -165,7 +170,7 @@ class ToolChoice:
         read it from (else the first task making it); facts it does not make keep the greedy
         earliest-finish producer, so any plan, even a broken one, maps to a complete choice."""
         cp = self.compiled
-        fact_id, tool_id = cp.fact_id, cp.tool_id
+        fact_id, tool_id = self.fact_id, self.tool_id
         choice = self.base.copy()
         tool_of = {t.id: tool_id.get(t.tool, -1) for t in plan.tasks}
         set_by_plan = np.zeros(choice.shape[0], dtype=np.bool_)
