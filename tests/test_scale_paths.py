@@ -150,3 +150,39 @@ def test_the_bounded_climb_is_the_plain_climb(tools: int, seed: int, rule: str, 
         ms, n, used = k.hill_climb(search.tables, choice, rng, evals, probe, near, bound)
         results.append((float(ms), int(n), int(used), choice.tolist(), int(rng.integers(1 << 40))))
     assert results[0] == results[1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(tools=st.integers(8, 160), seed=SEEDS, calls=st.integers(1, 12),
+       max_tasks=st.sampled_from([None, 3, 10]))
+def test_decode_into_is_decode_call_after_call(tools: int, seed: int, calls: int,
+                                               max_tasks: int | None) -> None:
+    """Random producer choices (many cyclic or incomplete, some over ``max_tasks``) decoded one
+    after the other into the same scratch, resetting only what the last one marked: each gives
+    :func:`decode`'s count, order and positions on fresh arrays, and a failure leaves the
+    scratch clean."""
+    problem = generate_problem(tools, seed % 1000)
+    search = ToolChoice(problem)
+    tables = search.tables if max_tasks is None else (*search.tables[:-1], max_tasks)
+    rng = np.random.default_rng(seed)
+    nt, nf = len(search.compiled.tools), len(search.compiled.facts) + 1
+    prod_ptr, prod_idx = tables[7], tables[8]
+    task_of, order, color = (np.empty(nt, dtype=np.int64) for _ in range(3))
+    stack_t, stack_q = np.empty(nt + 1, dtype=np.int64), np.empty(nt + 1, dtype=np.int64)
+    prev = -1
+    for _ in range(calls):
+        choice = search.greedy("earliest_finish")
+        for f in range(nf):
+            options = prod_idx[prod_ptr[f]:prod_ptr[f + 1]]
+            if len(options) and rng.random() < 0.5:
+                choice[f] = int(options[int(rng.integers(len(options)))])
+        fresh = [np.empty(nt, dtype=np.int64) for _ in range(3)]
+        n = int(k.decode(tables, choice, *fresh))
+        got = int(k.decode_into(tables, choice, task_of, order, color, stack_t, stack_q, prev))
+        assert got == n
+        if n >= 0:
+            assert order[:n].tolist() == fresh[1][:n].tolist()
+            assert task_of.tolist() == fresh[0].tolist()
+        else:
+            assert (task_of == -1).all() and (color == 0).all()
+        prev = max(got, 0)
