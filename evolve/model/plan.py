@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from evolve.defaults import ON_FAILURE, RETRIES
 
@@ -86,6 +86,10 @@ or not it was ever evaluated."""
 @dataclass(frozen=True)
 class Task:
     """One node of the graph: a tool call with its bound inputs and dependencies."""
+
+    CHECKPOINT_IMMUTABLE: ClassVar[bool] = True
+    """Never changed in place (operators make new tasks), so a checkpoint may reuse the encoding
+    it made of this object for the previous checkpoint (see ``evolve.run.state_codec``)."""
 
     id: str
     tool: str
@@ -163,6 +167,9 @@ at its default is left out of the dict (so of :func:`plan_hash`) and of the pick
 class Plan:
     """A task graph plus an optional scheduling priority (an activity list of task ids)."""
 
+    CHECKPOINT_IMMUTABLE: ClassVar[bool] = True
+    """As :attr:`Task.CHECKPOINT_IMMUTABLE`."""
+
     tasks: tuple[Task, ...] = ()
     priority: tuple[str, ...] | None = None
 
@@ -208,11 +215,21 @@ def plan_hash(plan: Plan) -> str:
 
 def next_task_id(plan: Plan, prefix: str = "t") -> str:
     """A fresh id ``t<n>`` above every numbered id already in the plan."""
+    return f"{prefix}{highest_task_number(plan.tasks, prefix) + 1}"
+
+
+def highest_task_number(tasks: Iterable[Task], prefix: str = "t") -> int:
+    """The largest ``n`` of the ids ``t<n>`` among ``tasks`` (0 when none): a caller issuing many
+    fresh ids counts up from it instead of rescanning the plan for each (quadratic at scale)."""
     highest = 0
-    for task in plan.tasks:
-        if task.id.startswith(prefix) and task.id[len(prefix) :].isdigit():
-            highest = max(highest, int(task.id[len(prefix) :]))
-    return f"{prefix}{highest + 1}"
+    cut = len(prefix)
+    for task in tasks:
+        tid = task.id
+        if tid.startswith(prefix) and tid[cut:].isdigit():
+            number = int(tid[cut:])
+            if number > highest:
+                highest = number
+    return highest
 
 
 def read_refs(inputs: Mapping[str, Any], when: str | None = None,

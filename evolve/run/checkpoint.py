@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from evolve.model.errors import EvolveError
-from evolve.run.state_codec import StateError, decode, encode
+from evolve.run.state_codec import EncodeMemo, StateError, decode, encode
 
 CHECKPOINT = "checkpoint.json"
 LEGACY_CHECKPOINT = "checkpoint.pkl"
@@ -63,10 +63,11 @@ def fingerprint(data: object) -> str:
 
 
 def snapshot(state: dict[str, Any], identity: dict[str, Any], events_bytes: int,
-             events_sha256: str) -> bytes:
-    """The checkpoint's bytes: taken at once, so the search may go on changing its state."""
+             events_sha256: str, memo: EncodeMemo | None = None) -> bytes:
+    """The checkpoint's bytes: taken at once, so the search may go on changing its state
+    (``memo``: encodings kept from the previous snapshot, see :class:`EncodeMemo`)."""
     try:
-        body = encode(state)
+        body = encode(state, memo)
     except StateError as exc:
         raise CheckpointError(f"cannot checkpoint the search state: {exc}") from None
     blob = {"magic": MAGIC, "version": VERSION, "identity": identity, "generation": state.get("generation"),
@@ -103,6 +104,7 @@ class Writer:
         self.generation: object = None  #: the generation it holds
         self.pending: threading.Thread | None = None
         self.error: BaseException | None = None
+        self.memo = EncodeMemo()  #: encodings of the tasks and plans the last checkpoint held
 
     def due(self) -> bool:
         """Whether a checkpoint is due now: none yet, or ``interval`` seconds since the last began."""
@@ -112,7 +114,8 @@ class Writer:
         first = self.last is None
         self.last = time.monotonic()
         self.generation = state.get("generation")
-        data = snapshot(state, self.identity, events_bytes, events_sha256)
+        data = snapshot(state, self.identity, events_bytes, events_sha256, self.memo)
+        self.memo.rotate()
         self.wait()
         thread = threading.Thread(target=self.write, args=(data,), name="checkpoint", daemon=True)
         thread.start()

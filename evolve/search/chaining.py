@@ -41,10 +41,12 @@ class Builder:
             self.producer.setdefault(fact, task.id)
 
     def plan(self) -> Plan:
+        if self.priority is None:
+            return Plan(tasks=tuple(self.tasks))
         ids = {t.id for t in self.tasks}
-        priority = None if self.priority is None else tuple(
-            [i for i in self.priority if i in ids] + [t.id for t in self.tasks if t.id not in self.priority]
-        )
+        listed = set(self.priority)  # a set: the tuple's `in` made this quadratic in the plan
+        priority = tuple([i for i in self.priority if i in ids]
+                         + [t.id for t in self.tasks if t.id not in listed])
         return Plan(tasks=tuple(self.tasks), priority=priority)
 
     def usable_tools(self, tools: Iterable[Tool]) -> list[Tool]:

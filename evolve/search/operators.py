@@ -18,7 +18,7 @@ from evolve import defaults
 from evolve.model.coverage import contributing_tasks, data_sources, duplicates
 from evolve.model.graph import successors, topological_order, upstream
 from evolve.model.patch import renamed
-from evolve.model.plan import Plan, Task, next_task_id, parse_ref, task_refs_deps
+from evolve.model.plan import Plan, Task, highest_task_number, parse_ref, task_refs_deps
 from evolve.model.problem import Problem
 from evolve.model.validate import produced_by
 from evolve.search.chaining import Builder, construct
@@ -42,6 +42,36 @@ def descendants(plan: Plan, tid: str) -> set[str]:
                 seen.add(nxt)
                 todo.append(nxt)
     return seen
+
+
+def downstream_test(plan: Plan) -> Callable[[str, str], bool]:
+    """``below(root, other)``: whether ``other`` is ``root`` or one of its :func:`descendants`.
+
+    For an acyclic plan every task's descendants are one bitset, built in a single pass in
+    reverse topological order (``n`` big-integer ors instead of a graph walk per task, which
+    made asking it of every task quadratic); a plan with a cycle walks the graph per root."""
+    deps = {t.id: list(t.deps) for t in plan.tasks}
+    order = topological_order(deps)
+    if len(order) < len(deps):
+        walked: dict[str, set[str]] = {}
+
+        def walk(root: str, other: str) -> bool:
+            if root not in walked:
+                walked[root] = descendants(plan, root) | {root}
+            return other in walked[root]
+        return walk
+    bit = {tid: 1 << i for i, tid in enumerate(deps)}
+    succ = successors(deps)
+    below: dict[str, int] = {}
+    for tid in reversed(order):
+        acc = bit[tid]
+        for nxt in succ[tid]:
+            acc |= below[nxt]
+        below[tid] = acc
+
+    def test(root: str, other: str) -> bool:
+        return other == root or bool(below[root] & bit[other])
+    return test
 
 
 def pick(rng: np.random.Generator, items: Sequence[str]) -> str:
@@ -155,15 +185,19 @@ def read_facts(problem: Problem, plan: Plan, tid: str) -> set[str]:
 def rewire(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
     """Rebind one input to another producer of the same fact (never a descendant)."""
     options = []
+    makers: dict[str, list[str]] = {}  # per fact, the tasks making it, in plan order
+    for t in plan.tasks:
+        for fact in dict.fromkeys(produced_by(problem, t) or ()):
+            makers.setdefault(fact, []).append(t.id)
+    below = downstream_test(plan)
     for i, task in enumerate(plan.tasks):
-        below = descendants(plan, task.id) | {task.id}
         for key, value in task.inputs.items():
             ref = parse_ref(value)
             if ref is None:
                 continue
             refs = [f"${ref.fact}"] if ref.fact in problem.initial else []
-            refs += [f"${t.id}.{ref.fact}" for t in plan.tasks
-                     if t.id not in below and ref.fact in (produced_by(problem, t) or ())]
+            refs += [f"${tid}.{ref.fact}" for tid in makers.get(ref.fact, ())
+                     if not below(task.id, tid)]
             options += [(i, key, r) for r in refs if r != value]
     if not options:
         return None
@@ -272,6 +306,9 @@ def crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> P
     in_a = a.by_id()
     child: dict[str, Task] = {t.id: t for t in a.tasks if t.id in template_ids(problem)}
     mapping: dict[str, str] = {}
+    # Every id the child can hold is one of a's or a fresh one, and each fresh id is the next
+    # above all of them: a counter gives the ids a rescan of a, the child and the mapping would.
+    highest = highest_task_number(a.tasks)
     for criterion, from_b in zip(problem.criteria, take_b):
         parent = b if from_b else a
         producers = [t for t in parent.tasks if criterion in (produced_by(problem, t) or ())]
@@ -288,8 +325,8 @@ def crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> P
             if in_a.get(task.id) == task:
                 mapping[task.id] = task.id
             else:
-                taken = Plan(tasks=(*child.values(), *a.tasks, *(Task(i, "") for i in mapping.values())))
-                mapping[task.id] = next_task_id(taken)
+                highest += 1
+                mapping[task.id] = f"t{highest}"
         for task in fresh:
             child[mapping[task.id]] = renamed(task, mapping)
     # a's tasks keep a's order and the rest follow, so the recorded patch rebuilds this child exactly

@@ -81,9 +81,14 @@ class ToolChoice:
     compiled: CompiledProblem = field(init=False)
     tables: tuple[Any, ...] = field(init=False, repr=False)
     base: Any = field(init=False, repr=False)
+    fact_id: dict[str, int] = field(init=False, repr=False)
+    tool_id: dict[str, int] = field(init=False, repr=False)
+    """The compiled problem's name maps, built once (every child reads its plan through them;
+    built per call they cost more than the reading at 20,000 tools)."""
 
     def __post_init__(self) -> None:
         self.compiled = compile_problem(self.problem)
+        self.fact_id, self.tool_id = self.compiled.fact_id, self.compiled.tool_id
         self.tables = kernel_tables(self.compiled)
         nt = len(self.compiled.tools)
         scratch = [np.empty(nt, dtype=np.int64) for _ in range(3)]
@@ -133,15 +138,26 @@ class ToolChoice:
             if n < 0:
                 return choice
             used = [int(t) for t in order[:n]]
-            read = {int(f) for t in used for f in cp.inputs(t)}
-            makes = {u: set(cp.outputs(u).tolist()) for u in used}
+            # per pass, one index each (a scan per tool made this quadratic in the plan's size):
+            # the tools some read fact is chosen from, each tool's criteria, each fact's first
+            # two makers among the used tools (in decoding order)
+            read_from = {int(choice[f]) for t in used for f in cp.inputs(t)}
+            mine_of: dict[int, list[int]] = {}
+            for f in criteria:
+                mine_of.setdefault(int(choice[f]), []).append(f)
+            first_makers: dict[int, list[int]] = {}
+            for u in used:
+                for f in dict.fromkeys(cp.outputs(u).tolist()):
+                    makers_f = first_makers.setdefault(f, [])
+                    if len(makers_f) < 2:
+                        makers_f.append(u)
             approver = (int(choice[approval]) if cp.approval_required and approval < len(choice)
                         and any(cp.risk[u] == 1 for u in used) else -1)
             for t in used:
-                mine = [f for f in criteria if choice[f] == t]
-                if not mine or t == approver or any(choice[f] == t for f in read):
+                mine = mine_of.get(t, [])
+                if not mine or t == approver or t in read_from:
                     continue
-                makers = [next((u for u in used if u != t and f in makes[u]), -1) for f in mine]
+                makers = [next((u for u in first_makers.get(f, ()) if u != t), -1) for f in mine]
                 if min(makers) >= 0:
                     for f, u in zip(mine, makers):
                         choice[f] = u
@@ -154,7 +170,7 @@ class ToolChoice:
         read it from (else the first task making it); facts it does not make keep the greedy
         earliest-finish producer, so any plan, even a broken one, maps to a complete choice."""
         cp = self.compiled
-        fact_id, tool_id = cp.fact_id, cp.tool_id
+        fact_id, tool_id = self.fact_id, self.tool_id
         choice = self.base.copy()
         tool_of = {t.id: tool_id.get(t.tool, -1) for t in plan.tasks}
         set_by_plan = np.zeros(choice.shape[0], dtype=np.bool_)

@@ -25,6 +25,11 @@ from evolve.model.graph_kernels import longest_tails, transpose
 from evolve.scheduling.kernel import heap_pop, heap_push, justify, rank_by, serial_sgs
 
 INFEASIBLE = np.inf
+BOUND_EPS = 1e-9
+"""The schedulers' tolerance (:data:`evolve.scheduling.base.EPS`): a task may overlap a step by
+this much time, and usage may pass a capacity by this much."""
+BOUND_MARGIN = 1e-7
+"""Relative margin of :func:`bounded_score`'s test, far above a sum's rounding error."""
 JUSTIFY_ROUNDS = 0
 """Forward-backward passes per scored choice: the first pays for itself, later ones rarely."""
 
@@ -158,6 +163,85 @@ def decode(tables, choice, task_of, order, color):  # type: ignore[no-untyped-de
 
 
 @njit(cache=True)  # type: ignore[misc]
+def decode_into(tables, choice, task_of, order, color, stack_t, stack_q, prev):  # type: ignore[no-untyped-def]
+    """:func:`decode` for a caller that decodes many choices into the same scratch arrays.
+
+    Resetting ``task_of`` and ``color`` costs a pass over every tool of the catalog, more than
+    the decode itself once most of a climb's moves are rejected by their work bound. So the
+    scratch is kept clean except for the tools of the last successful decode: ``prev`` is its
+    count (``-1``: the arrays hold anything, reset all), only ``order[:prev]`` is reset, and a
+    failing decode cleans up what it marked before returning -1 (the next ``prev`` is then 0).
+    ``stack_t`` and ``stack_q`` are the DFS stacks (``nt + 1`` entries each), allocated once.
+    """
+    (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
+     max_tasks) = tables
+    nt = dur.shape[0]
+    if prev < 0:
+        for t in range(nt):
+            task_of[t] = -1
+            color[t] = 0
+    else:
+        for k in range(prev):
+            t = order[k]
+            task_of[t] = -1
+            color[t] = 0
+    n = 0
+    depth = -1
+    failed = False
+    for c in range(criteria.shape[0]):
+        f = criteria[c]
+        if initial[f]:
+            continue
+        root = choice[f]
+        if root < 0 or color[root] == 1:
+            failed = True
+            break
+        if color[root] == 2:
+            continue
+        depth = 0
+        stack_t[0] = root
+        stack_q[0] = in_ptr[root]
+        color[root] = 1
+        while depth >= 0:
+            t = stack_t[depth]
+            q = stack_q[depth]
+            if q < in_ptr[t + 1]:
+                stack_q[depth] = q + 1
+                g = in_idx[q]
+                if initial[g]:
+                    continue
+                p = choice[g]
+                if p < 0 or p == t or color[p] == 1:
+                    failed = True
+                    break
+                if color[p] == 0:
+                    color[p] = 1
+                    depth += 1
+                    stack_t[depth] = p
+                    stack_q[depth] = in_ptr[p]
+            else:
+                color[t] = 2
+                task_of[t] = n
+                order[n] = t
+                n += 1
+                depth -= 1
+        if failed:
+            break
+    if not failed and max_tasks >= 0 and n > max_tasks:
+        failed = True
+        depth = -1
+    if not failed:
+        return n
+    for k in range(n):
+        t = order[k]
+        task_of[t] = -1
+        color[t] = 0
+    for d in range(depth + 1):
+        color[stack_t[d]] = 0
+    return -1
+
+
+@njit(cache=True)  # type: ignore[misc]
 def task_graph(tables, choice, order, task_of, n):  # type: ignore[no-untyped-def]
     """CSR predecessors and successors of the decoded tasks (each provider once per reader)."""
     (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
@@ -202,6 +286,14 @@ def schedule_choice(tables, choice, task_of, order, color, rounds):  # type: ign
     n = decode(tables, choice, task_of, order, color)
     if n < 0:
         return INFEASIBLE, 0, np.zeros(0, dtype=np.float64)
+    return schedule_decoded(tables, choice, task_of, order, n, rounds)
+
+
+@njit(cache=True)  # type: ignore[misc]
+def schedule_decoded(tables, choice, task_of, order, n, rounds):  # type: ignore[no-untyped-def]
+    """:func:`schedule_choice` of a choice :func:`decode` has just decoded to ``n`` tasks."""
+    (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
+     max_tasks) = tables
     pred_ptr, pred_idx, succ_ptr, succ_idx = task_graph(tables, choice, order, task_of, n)
     dur_t, need_t = dur[order[:n]], need[order[:n]]
     key = priority_keys(dur_t, pred_ptr, pred_idx, succ_ptr, succ_idx, n)
@@ -230,6 +322,49 @@ def score(tables, choice, task_of, order, color):  # type: ignore[no-untyped-def
     """``(makespan, tasks)`` of a choice, as the hill-climb compares them (one justification)."""
     ms, n, _ = schedule_choice(tables, choice, task_of, order, color, JUSTIFY_ROUNDS)
     return ms, n
+
+
+@njit(cache=True)  # type: ignore[misc]
+def work_bound(tables, order, n):  # type: ignore[no-untyped-def]
+    """A makespan no schedule of the decoded tasks ``order[:n]`` beats: for each limited
+    capacity, the work it carries (duration times need, summed) over the capacity.
+
+    Generated plans are limited by ``max_parallel`` almost everywhere (the climbed schedule is
+    within a fraction of a percent of this bound), so most moves that add work cannot be better
+    and need no schedule: see :func:`bounded_score`.
+    """
+    dur, need, cap = tables[0], tables[1], tables[2]
+    best = 0.0
+    for r in range(cap.shape[0]):
+        if not np.isfinite(cap[r]) or cap[r] <= 0.0:
+            continue
+        acc = 0.0
+        for k in range(n):
+            t = order[k]
+            acc += dur[t] * need[t, r]
+        # the scheduler lets usage reach cap + EPS (see evolve.scheduling.base)
+        acc /= cap[r] + BOUND_EPS
+        if acc > best:
+            best = acc
+    return best
+
+
+@njit(cache=True)  # type: ignore[misc]
+def bounded_score(tables, choice, task_of, order, color, beat, stack_t, stack_q, prev):  # type: ignore[no-untyped-def]
+    """``(makespan, tasks, decoded)``: :func:`score`, except that a choice whose
+    :func:`work_bound` is above ``beat`` (by more than rounding could explain) is not scheduled:
+    it scores ``(inf, tasks)``, since its real makespan would be above ``beat`` too. The
+    hill-climb passes the value a move must reach to be kept or probed, so skipping the
+    schedule changes none of its decisions. Decodes with :func:`decode_into` (``stack_*``,
+    ``prev``); ``decoded`` is the ``prev`` of the next call."""
+    n = decode_into(tables, choice, task_of, order, color, stack_t, stack_q, prev)
+    if n < 0:
+        return INFEASIBLE, 0, 0
+    bound = work_bound(tables, order, n)
+    if bound * (1.0 - BOUND_MARGIN) - 4 * n * BOUND_EPS > beat + BOUND_EPS:
+        return INFEASIBLE, n, n
+    ms, m, _ = schedule_decoded(tables, choice, task_of, order, n, JUSTIFY_ROUNDS)
+    return ms, m, n
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -280,7 +415,7 @@ def critical_first(tables, choice, task_of, order, start, ms, n, facts, m, rng):
 
 
 @njit(cache=True)  # type: ignore[misc]
-def hill_climb(tables, choice, rng, max_evals, probe, near):  # type: ignore[no-untyped-def]
+def hill_climb(tables, choice, rng, max_evals, probe, near, bound=True):  # type: ignore[no-untyped-def]
     """First-improvement local search on the choice; returns ``(makespan, tasks, evaluations)``.
 
     A move gives one needed fact another producer and, in the same step,
@@ -296,6 +431,12 @@ def hill_climb(tables, choice, rng, max_evals, probe, near):  # type: ignore[no-
     cost ``probe`` times more, so only moves whose greedy schedule comes within
     ``near`` (a fraction) of the current value are probed; a greedy schedule
     already better needs no probe.
+
+    With ``bound`` (the default) a move whose work bound already exceeds what it must reach
+    to be kept (or probed) is not scheduled (see :func:`bounded_score`), decodes reset only
+    what the last one marked (:func:`decode_into`) and a rejected move undoes only the facts
+    it changed: the same climb, decision for decision, at a cost that follows the plan rather
+    than the catalog; ``bound=False`` is the plain climb the tests hold it to.
     """
     (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
      max_tasks) = tables
@@ -311,6 +452,15 @@ def hill_climb(tables, choice, rng, max_evals, probe, near):  # type: ignore[no-
         evals += probe
         ms = min(ms, polished)
     saved = np.empty(nf, dtype=np.int64)
+    widest = 1
+    for t in range(nt):
+        widest = max(widest, out_ptr[t + 1] - out_ptr[t] + 1)
+    changed_f = np.empty(widest, dtype=np.int64)  # bound: what a move changed, to undo only that
+    changed_v = np.empty(widest, dtype=np.int64)
+    stack_t = np.empty(nt + 1, dtype=np.int64)
+    stack_q = np.empty(nt + 1, dtype=np.int64)
+    prev = -1
+    n_changed = 0
     needed = np.zeros(nf, dtype=np.bool_)
     facts = np.empty(nf, dtype=np.int64)
     improved = True
@@ -319,6 +469,7 @@ def hill_climb(tables, choice, rng, max_evals, probe, near):  # type: ignore[no-
         if ms == INFEASIBLE:
             break
         cur_ms, cur_n, cur_start = schedule_choice(tables, choice, task_of, order, color, 0)
+        prev = cur_n if cur_ms < INFEASIBLE else -1
         for f in range(nf):
             needed[f] = False
         m = 0
@@ -344,13 +495,27 @@ def hill_climb(tables, choice, rng, max_evals, probe, near):  # type: ignore[no-
                 p = prod_idx[q]
                 if p == choice[f]:
                     continue
-                saved[:] = choice
-                choice[f] = p
-                for z in range(out_ptr[p], out_ptr[p + 1]):
-                    g = out_idx[z]
-                    if needed[g] and not initial[g]:
-                        choice[g] = p
-                ms2, n2 = score(tables, choice, task_of, order, color)
+                if bound:
+                    changed_f[0], changed_v[0] = f, choice[f]
+                    n_changed = 1
+                    choice[f] = p
+                    for z in range(out_ptr[p], out_ptr[p + 1]):
+                        g = out_idx[z]
+                        if needed[g] and not initial[g]:
+                            changed_f[n_changed], changed_v[n_changed] = g, choice[g]
+                            n_changed += 1
+                            choice[g] = p
+                    beat = max(ms, ms * (1.0 + near)) if probe > 0 else ms
+                    ms2, n2, prev = bounded_score(tables, choice, task_of, order, color, beat,
+                                                  stack_t, stack_q, prev)
+                else:
+                    saved[:] = choice
+                    choice[f] = p
+                    for z in range(out_ptr[p], out_ptr[p + 1]):
+                        g = out_idx[z]
+                        if needed[g] and not initial[g]:
+                            choice[g] = p
+                    ms2, n2 = score(tables, choice, task_of, order, color)
                 evals += 1
                 if probe > 0 and ms2 < INFEASIBLE and not _better(ms2, n2, ms, n) \
                         and ms2 <= ms * (1.0 + near):
@@ -361,7 +526,12 @@ def hill_climb(tables, choice, rng, max_evals, probe, near):  # type: ignore[no-
                     ms, n = ms2, n2
                     improved = True
                     break
-                choice[:] = saved
+                if bound:
+                    # backwards: a fact changed twice gets its first value back
+                    for z in range(n_changed - 1, -1, -1):
+                        choice[changed_f[z]] = changed_v[z]
+                else:
+                    choice[:] = saved
                 if evals >= max_evals:
                     break
             if improved:
