@@ -71,6 +71,10 @@ class LowerBound:
     source: str
     parts: Mapping[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    witness: tuple[str, ...] = ()
+    """The tools of the integral model's best solution (when it was solved): a tool set whose
+    relaxation value is at most that solution's, often a plan nearly as good; not checked here
+    (the relaxation ignores how tasks wait for each other beyond heads and tails)."""
 
 
 # -- which tools an optimal plan may use ---------------------------------------------------------
@@ -349,8 +353,8 @@ def energy_model(problem: Problem, tools: Sequence[Tool], head: Mapping[str, flo
             for q in qs:
                 inside = tuple(i for i in on if head[tools[i].name] >= h and tail[tools[i].name] >= q)
                 if inside and h + q > 0:
-                    model.windows.append(Window(resource, h + q, inside,
-                                                tuple(tools[i].duration * need[i] / capacity for i in inside)))
+                    weights = tuple(tools[i].duration * need[i] / capacity for i in inside)
+                    model.windows.append(Window(resource, h + q, inside, weights))
     return model
 
 
@@ -404,36 +408,41 @@ def binding(model: EnergyModel, x: np.ndarray) -> str:
     return tight[0] if tight else "energy"
 
 
-def solve_mip(model: EnergyModel, seconds: float) -> tuple[float, str]:
+def solve_mip(model: EnergyModel, seconds: float) -> tuple[float, str, list[int]]:
     """The integral model's optimum (rows generated at each integral solution), or its proven
-    dual bound when the time limit stops it."""
+    dual bound when the time limit stops it; the label of the binding row; and the tools of
+    the best integral solution found (empty when none was)."""
     if not model.feasible:
-        return math.inf, "cover"
+        return math.inf, "cover", []
     n = model.n
     lower = np.array([b[0] for b in model.bounds])
     upper = np.array([b[1] for b in model.bounds])
     integrality = np.ones(n + 1)
     integrality[-1] = 0
     deadline = time.perf_counter() + seconds
-    value, label = float(model.bounds[-1][0]), "critical-path"
-    while True:
+    value, label, chosen = float(model.bounds[-1][0]), "critical-path", []
+    while model.upper:
         left = deadline - time.perf_counter()
-        if left <= 0.01 or not model.upper:
-            return value, label
+        if left <= 0.01:
+            break
         res = milp(model.cost(), integrality=integrality, bounds=Bounds(lower, upper),
                    constraints=[LinearConstraint(model.matrix(), -np.inf, np.array(model.upper))],
                    options={"time_limit": left, "disp": False})
         if res.status == 2:
-            return math.inf, "cover"
-        dual = getattr(res, "mip_dual_bound", None)
-        if res.status == 0 and res.x is not None:
-            value, label = max(value, float(res.fun)), binding(model, res.x)
-            if not separate(model, np.append(np.round(res.x[:n]), res.x[n])):
-                return value, label
+            return math.inf, "cover", []
+        x = None if res.x is None else np.append(np.round(res.x[:n]), res.x[n])
+        if x is not None:
+            chosen = [i for i in range(n) if x[i] > 0.5]
+        if res.status == 0 and x is not None:
+            value, label = max(value, float(res.fun)), binding(model, x)
+            if not separate(model, x):
+                break
             continue
-        if dual is not None and math.isfinite(dual):
-            return max(value, float(dual)), "energy-mip"
-        return value, label
+        dual = getattr(res, "mip_dual_bound", None)
+        if dual is not None and math.isfinite(dual) and dual > value:
+            value, label = float(dual), "energy-mip"
+        break
+    return value, label, chosen
 
 
 def lower_bound(problem: Problem, *, mip_seconds: float | None = None,
@@ -452,12 +461,14 @@ def lower_bound(problem: Problem, *, mip_seconds: float | None = None,
         return LowerBound(value=math.inf, source="critical-path", parts=parts,
                           seconds=time.perf_counter() - began)
     tail = shortest_tails(problem, tools)
+    witness: tuple[str, ...] = ()
     model = energy_model(problem, tools, head, tail, parts["critical-path"], thresholds)
     parts["energy"], why = solve_lp(model)
     names = {"energy": f"energy ({why})"}
     if mip_seconds is not None:
-        parts["energy-mip"], why = solve_mip(model, mip_seconds)
+        parts["energy-mip"], why, chosen = solve_mip(model, mip_seconds)
         names["energy-mip"] = f"energy-mip ({why})"
+        witness = tuple(tools[i].name for i in chosen)
     source = max(parts, key=lambda k: (parts[k], -list(parts).index(k)))
     return LowerBound(value=parts[source], source=names.get(source, source), parts=parts,
-                      seconds=time.perf_counter() - began)
+                      seconds=time.perf_counter() - began, witness=witness)
