@@ -20,12 +20,19 @@ feasible schedules of tasks, not about evolve's scheduler:
   tool's non-initial inputs covered by its producers, each criterion by its producers, each
   write by an approval, at most ``max_tasks`` tools). Every capacity-limited resource (the
   ``max_parallel`` slots, each named resource) must fit the work of the used tools into its
-  window: for tools whose earliest start (head) is at least ``h`` and whose shortest
-  remaining path after them (tail) is at least ``q``, ``capacity * (M - h - q) >= work``;
+  window: when a plan uses any tool whose earliest start (head) is at least ``h`` and whose
+  shortest remaining path after it (tail) is at least ``q``, all of those it uses fit
+  ``capacity * (M - h - q) >= work``;
   and every used tool ``t`` makes ``M >= head[t] + duration[t] + tail[t]``. The LP minimises
   ``M`` over all of these at once, so the bound is a plan's, not one resource's.
-* ``energy-mip``: the same model with ``used`` integral (HiGHS branch and bound, within a
-  time limit; its proven dual bound when it stops early).
+  The covering rows are strengthened by *supply cuts* (:func:`separate_cuts`): for a set
+  ``S`` of facts a plan needs one of, some used tool makes a fact of ``S`` and reads none.
+* ``work-mip (<resource>)``: the least work on the busiest resource over its capacity, with
+  ``used`` integral (HiGHS branch and bound within a time limit; its proven dual bound when it
+  stops early). On the generated benchmark problems the ``max_parallel`` slots are the
+  bottleneck and evolve's schedules pack them almost perfectly, so this is the argument that
+  counts; without ``M``'s other rows HiGHS proves it far faster than the whole model.
+* ``energy-mip``: the whole model with ``used`` integral, in the time that is left.
 
 Tails: in a minimal plan a task's end is followed by at least the duration and tail of some
 task that reads one of its facts (or, for an approval, of some write), unless it makes a
