@@ -379,8 +379,8 @@ def energy_model(problem: Problem, tools: Sequence[Tool], head: Mapping[str, flo
         on = [i for i in range(n) if need[i] > 0 and tools[i].duration > 0]
         if not on:
             continue
-        inside = set(on)
-        model.work[resource] = [t.duration * need[i] / capacity if i in inside else 0.0
+        holders = set(on)
+        model.work[resource] = [t.duration * need[i] / capacity if i in holders else 0.0
                                 for i, t in enumerate(tools)]
         model.row([*((i, model.work[resource][i]) for i in on), (n, -1.0)], 0.0, resource)
         hs = cutoffs((head[tools[i].name] for i in on), thresholds)
