@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plugins.development import DiesInWorkers, Recorded
+from plugins.development import DiesInWorkers, Recorded, ThreadRecorded
 
 from evolve.fitness.registry import resolve_all
 from evolve.model.problem import Problem
 from evolve.problems import default_operators
 from evolve.problems.synthetic import generate_problem
 from evolve.run.evaluator import Evaluator
+from evolve.search import toolchoice_kernels as k
 from evolve.search.develop import Development, InProcess, Work, develop
 from evolve.search.loop import Search, child_rng
 from evolve.search.operators import OperatorSet
@@ -34,14 +35,15 @@ def problem() -> Problem:
 
 
 def run(problem: Problem, operators: OperatorSet, *, jobs: int, backend: str = "loky",
-        force_pool: bool = True) -> tuple[list[dict[str, Any]], Evaluator]:
-    """The events of a search whose evaluator also develops its children."""
+        force_pool: bool = True, threads: bool = False) -> tuple[list[dict[str, Any]], Evaluator]:
+    """The events of a search whose evaluator also develops its children (in threads when
+    ``threads`` says the operators may run there)."""
     fitnesses = resolve_all(OBJECTIVES)
     events: list[dict[str, Any]] = []
     evaluator = Evaluator(problem, fitnesses, jobs=jobs, backend=backend,
                           min_parallel_seconds=0.0 if force_pool else 1.0,
                           pool_after_seconds=0.0 if force_pool else 60.0,
-                          development=Development(operators.initial, operators.improve))
+                          development=Development(operators.initial, operators.improve, threads))
     with evaluator:
         Search(problem, operators=operators, evaluator=evaluator, ranking=Ranking.of(fitnesses),
                options=OPTIONS, on_event=events.append, developer=evaluator).run()
@@ -77,6 +79,31 @@ def test_children_are_improved_in_the_workers_and_nothing_changes(problem: Probl
     assert evaluator.worker_failures == 0
     improved = [e for e in got if e.get("event") == "candidate" and "improve" in e["operator"]]
     assert improved  # the climb really ran and made children
+
+
+def test_thread_safe_operators_are_developed_in_threads_and_nothing_changes(
+        problem: Problem, tmp_path: Path) -> None:
+    ops = default_operators(problem)
+    assert ops.threads and ops.improve is not None  # the tool-choice search may run in threads
+    traced = replace(ops, initial=ThreadRecorded(ops.initial, str(tmp_path)),
+                     improve=ThreadRecorded(ops.improve, str(tmp_path)))
+    expected = baseline(problem, traced)
+    for mark in tmp_path.iterdir():
+        mark.unlink()
+    got, evaluator = run(problem, traced, jobs=2, threads=True)
+    assert got == expected
+    marks = {p.name for p in tmp_path.iterdir()}
+    assert all(m.startswith(f"{os.getpid()}-evolve-develop") for m in marks), marks
+    assert len(marks) == 2, "the children were not spread over both threads"
+    assert evaluator.parallel is None  # no worker process was started for them
+
+
+def test_the_tool_choice_kernels_release_the_gil() -> None:
+    """Threads only spread the climbs if the kernels they spend their time in let go of the
+    GIL: a decorator losing ``nogil`` would silently serialise them."""
+    for kernel in (k.hill_climb, k.priority_climb, k.greedy_choice, k.decode, k.schedule_choice,
+                   k.task_graph):
+        assert kernel.targetoptions.get("nogil") is True, kernel.__name__
 
 
 def test_development_stays_here_when_the_pool_does_not_pay(problem: Problem, tmp_path: Path) -> None:

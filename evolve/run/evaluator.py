@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,7 +186,11 @@ class Evaluator:
 
     Given the search's ``development`` (its initializer and improver), it is also the
     search's :class:`~evolve.search.develop.Developer`: children are improved where they
-    are scored, in the same trip, on the same choice of place.
+    are scored, in the same trip. Operators that may run in threads (the tool-choice search,
+    whose kernels release the GIL) are developed in ``jobs`` threads of this process on the
+    local backends: no worker start, no shipping, every core busy from the first
+    generation on. Others go where scoring would: here or the pool, whichever measured
+    cheaper, and always the pool of a cluster backend (Dask, Ray).
     """
 
     def __init__(self, problem: Problem, fitnesses: Sequence[Fitness], *, jobs: int | None = None,
@@ -217,6 +222,7 @@ class Evaluator:
         self.evaluations = 0
         self.worker_failures = 0
         self.parallel: Parallel | None = None
+        self.threads: ThreadPoolExecutor | None = None
         self.warming: Iterator[object] | None = None
         self.shipped: Payload | PayloadFile = Payload(problem, self.fitnesses, development)
         self.stack = ExitStack()
@@ -272,7 +278,7 @@ class Evaluator:
                  tb: TracebackType | None) -> None:
         if self.warming is not None:
             self.pool()
-        self.parallel = None
+        self.parallel = self.threads = None
         self.stack.close()
 
     def evaluate(self, plans: Sequence[Plan]) -> list[Evaluation]:
@@ -294,6 +300,10 @@ class Evaluator:
         """The children of ``work`` developed, in order, and scored in the same trip when the
         objectives are trusted (otherwise scoring stays on :meth:`evaluate`'s isolated path).
 
+        In threads (see :meth:`in_threads`) they are developed side by side; no timeout
+        applies there, as a signal stops only the main thread, but with an ``eval_timeout``
+        nothing is scored in them either (the objectives are then not trusted).
+
         Through the pool, this process develops a share too while it waits (it would idle
         otherwise): three children on two workers take one child's time per process, not two.
         A failed trip to the pool is redone here: development is trusted code, and doing it
@@ -304,12 +314,16 @@ class Evaluator:
         if not work:
             return []
         began = time.perf_counter()
-        local = self.parallel is None or self.here(self.developing, len(work), isolated=False)
         fitnesses = self.fitnesses if self.trusted else None
+        development = self.development
+        if self.in_threads():
+            return list(self.thread_pool().map(
+                lambda item: develop(self.problem, development, item, fitnesses), work))
+        local = self.parallel is None or self.here(self.developing, len(work), isolated=False)
         if local:
             out = []
             for item in work:
-                out.append(develop(self.problem, self.development, item, fitnesses, self.eval_timeout))
+                out.append(develop(self.problem, development, item, fitnesses, self.eval_timeout))
                 if self.parallel is None and self.worth_a_pool(began):
                     self.open_pool()  # its workers start while this process develops the rest
         else:
@@ -320,16 +334,29 @@ class Evaluator:
             try:
                 pending = parallel(delayed(develop_chunk)(self.shipped, chunk, self.trusted,
                                                           self.eval_timeout) for chunk in parts)
-                here = [develop(self.problem, self.development, item, fitnesses, self.eval_timeout)
+                here = [develop(self.problem, development, item, fitnesses, self.eval_timeout)
                         for item in mine]
                 out = [made for chunk in pending for made in chunk] + here
             except Exception:
                 self.worker_failures += 1
-                out = [develop(self.problem, self.development, item) for item in work]
+                out = [develop(self.problem, development, item) for item in work]
         elapsed = time.perf_counter() - began
         self.developed_here += elapsed if local else 0.0
         self.developing.record(local, elapsed / len(work))
         return out
+
+    def in_threads(self) -> bool:
+        """Whether children are developed in threads of this process: more than one job, a
+        local backend, and operators that may run in threads."""
+        return (self.jobs > 1 and self.backend in ("loky", "threading")
+                and self.development is not None and self.development.threads)
+
+    def thread_pool(self) -> ThreadPoolExecutor:
+        """The run's ``jobs`` threads, started on first need and joined when the run ends."""
+        if self.threads is None:
+            self.threads = self.stack.enter_context(
+                ThreadPoolExecutor(self.jobs, thread_name_prefix="evolve-develop"))
+        return self.threads
 
     def worth_a_pool(self, began: float) -> bool:
         """Whether to start the workers: more than one job, not the threading backend, and

@@ -31,10 +31,13 @@ from evolve.search.operators import Improver, Initializer
 
 @dataclass(frozen=True)
 class Development:
-    """What a worker needs to develop children: sent once per worker, with the problem."""
+    """What a worker needs to develop children: sent once per worker, with the problem.
+    ``threads``: the operators may run in threads side by side (see
+    :attr:`~evolve.search.operators.OperatorSet.threads`)."""
 
     initial: Initializer
     improve: Improver | None
+    threads: bool = False
 
 
 @dataclass(frozen=True)

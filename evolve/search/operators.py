@@ -351,6 +351,12 @@ class OperatorSet:
     crossover_rate: float = defaults.CROSSOVER_RATE
     initial: Initializer = construct
     improve: Improver | None = None
+    threads: bool = False
+    """Whether ``initial`` and ``improve`` may run side by side in threads of one process:
+    they share no mutable state and spend their time in compiled kernels that release the
+    GIL (the tool-choice search), so threads spread them over the cores without the start,
+    imports and shipping a worker process costs. Plain-Python operators gain nothing from
+    threads and may not be safe in them: ``False``."""
 
 
 STRUCTURAL = OperatorSet(

@@ -34,7 +34,7 @@ JUSTIFY_ROUNDS = 0
 """Forward-backward passes per scored choice: the first pays for itself, later ones rarely."""
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def greedy_choice(tables, weight, additive):  # type: ignore[no-untyped-def]
     """A producer for every reachable fact, by a generalised Dijkstra over the AND-OR graph.
 
@@ -103,7 +103,7 @@ def greedy_choice(tables, weight, additive):  # type: ignore[no-untyped-def]
     return choice
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def decode(tables, choice, task_of, order, color):  # type: ignore[no-untyped-def]
     """The tools the choice runs, in a topological order (written to ``order``); returns their
     count, or -1 when a needed fact has no producer or the choice is cyclic.
@@ -241,7 +241,7 @@ def decode_into(tables, choice, task_of, order, color, stack_t, stack_q, prev): 
     return -1
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def task_graph(tables, choice, order, task_of, n):  # type: ignore[no-untyped-def]
     """CSR predecessors and successors of the decoded tasks (each provider once per reader)."""
     (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
@@ -276,7 +276,7 @@ def priority_keys(dur_t, pred_ptr, pred_idx, succ_ptr, succ_idx, n):  # type: ig
     return rank_by(-longest_tails(dur_t, succ_ptr, succ_idx, True))
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def schedule_choice(tables, choice, task_of, order, color, rounds):  # type: ignore[no-untyped-def]
     """``(makespan, tasks, starts)`` of the plan a choice decodes to: a serial schedule by
     longest remaining path, then up to ``rounds`` forward-backward passes while they help.
@@ -414,7 +414,7 @@ def critical_first(tables, choice, task_of, order, start, ms, n, facts, m, rng):
     return out
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def hill_climb(tables, choice, rng, max_evals, probe, near, bound=True):  # type: ignore[no-untyped-def]
     """First-improvement local search on the choice; returns ``(makespan, tasks, evaluations)``.
 
@@ -539,7 +539,7 @@ def hill_climb(tables, choice, rng, max_evals, probe, near, bound=True):  # type
     return ms, n, evals
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def priority_climb(tables, choice, rng, max_evals):  # type: ignore[no-untyped-def]
     """The best schedule found for the choice's fixed task set by searching the priority:
     returns ``(makespan, starts)``, starts in decoded task order.

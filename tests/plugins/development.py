@@ -4,6 +4,7 @@ developed: picklable (module-level classes), so a worker process can run them.""
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -30,4 +31,16 @@ class DiesInWorkers:
     def __call__(self, *args: Any) -> Any:
         if os.getpid() != self.home:
             os._exit(3)
+        return self.fn(*args)
+
+
+class ThreadRecorded:
+    """Runs ``fn`` and leaves a file named by the process id and the thread it ran in."""
+
+    def __init__(self, fn: Any, folder: str) -> None:
+        self.fn, self.folder = fn, folder
+        self.name = getattr(fn, "__name__", "thread-recorded")
+
+    def __call__(self, *args: Any) -> Any:
+        Path(self.folder, f"{os.getpid()}-{threading.current_thread().name}").touch()
         return self.fn(*args)
