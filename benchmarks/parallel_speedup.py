@@ -13,10 +13,11 @@ speedup of each against one job; and whether the events and the best plan are
 byte-identical to the one-job run (they must be). The median over ``--repeat``
 runs is printed.
 
-What runs in the workers is each child's development: the tool-choice climb, the
+What runs side by side is each child's development: the tool-choice climb, the
 priority search and the evaluation of what they made (see
-``evolve/search/develop.py``); the search's own process drafts the children and
-develops a share of them while it waits.
+``evolve/search/develop.py``). At ``--jobs 2`` on loky it runs in two threads of
+the search's process (the kernels release the GIL); on Dask in the cluster's two
+worker processes, while the search's own process develops a share too.
 
     python benchmarks/parallel_speedup.py [--facts 300,1000,3000] [--seed 1] [--repeat 3] [--no-dask]
 """

@@ -4,9 +4,10 @@ A child is drafted in the search's own process (parents drawn, a crossover, a
 mutation: microseconds) and then *developed*: hill-climbed by the operators'
 improver, or, for the first population, built by the initializer. Development is
 where the time goes (a tool-choice climb decodes and schedules a plan about
-1,650 times), so it is shipped to wherever evaluation runs, together with the
-evaluation of what it made, and only plans, random streams and verdicts cross
-the process boundary.
+1,650 times), so it runs wherever the evaluator puts it (threads of the search's
+own process when the operators allow it, the workers of a pool or cluster
+otherwise), together with the evaluation of what it made; only plans, random
+streams and verdicts cross a process boundary.
 
 Development is a pure function of (problem, operators, plan, random stream), and
 the stream comes back in the state the improver left it in, so the search
