@@ -49,6 +49,20 @@ CHOICE_NEAR = 0.05
 CHOICE_PROBE_MAX_TASKS = 40
 """Probing is on for plans of at most this many tasks: there it finds optima a greedy priority
 misses (e.g. 3468 instead of 3714 at 40 facts), above it costs more time than it wins."""
+ANNEAL_MIN_TASKS = 40
+"""First plans of problems whose greedy plan has more tasks than this are annealed on their work
+(see ``work_anneal`` in evolve.search.toolchoice_kernels) instead of climbed on their schedule."""
+ANNEAL_EVALS = 200_000
+"""Moves (a decode each) one annealing of a first plan may try."""
+ANNEAL_TASK_EVALS = 50_000_000
+"""...and moves times the greedy plan's tasks: a decode costs time linear in the plan, so this
+keeps an annealing under about a second on this machine whatever the size."""
+ANNEAL_START = 1.5
+"""The annealing's first temperature, in work per task of the plan it starts from."""
+ANNEAL_END = 0.05
+"""Its last temperature, in the same unit."""
+ANNEAL_REFRESH = 20
+"""Accepted moves between two refreshes of the facts the plan does not need."""
 
 # -- the activity-list GA (evolve run x.sm, evolve bench psplib) ----------------------------------
 # Its settings and their tuned defaults are the fields of GaParams in

@@ -78,6 +78,7 @@ class ToolChoice:
     priority_evals: int = defaults.PRIORITY_EVALS
     probe: int = defaults.CHOICE_PROBE
     near: float = defaults.CHOICE_NEAR
+    anneal_evals: int = defaults.ANNEAL_EVALS
     compiled: CompiledProblem = field(init=False)
     tables: tuple[Any, ...] = field(init=False, repr=False)
     base: Any = field(init=False, repr=False)
@@ -96,6 +97,11 @@ class ToolChoice:
         size = int(k.decode(self.tables, self.base, *scratch))
         if size > defaults.CHOICE_PROBE_MAX_TASKS:
             self.probe = 0
+        limited = bool(np.any(np.isfinite(self.compiled.cap) & (self.compiled.cap > 0)))
+        if size <= defaults.ANNEAL_MIN_TASKS or not limited:
+            self.anneal_evals = 0
+        elif size > 0:
+            self.anneal_evals = min(self.anneal_evals, defaults.ANNEAL_TASK_EVALS // size)
 
     @staticmethod
     def applies_to(problem: Problem) -> bool:
@@ -197,6 +203,13 @@ class ToolChoice:
         ms, n, _ = k.hill_climb(self.tables, choice, rng, self.max_evals, self.probe, self.near)
         return float(ms), int(n)
 
+    def anneal(self, choice: Any, rng: np.random.Generator) -> tuple[float, int]:
+        """Anneal ``choice`` in place on its work (see
+        :func:`~evolve.search.toolchoice_kernels.work_anneal`); ``(work, tasks)`` of the result."""
+        work, n, _ = k.work_anneal(self.tables, choice, rng, self.anneal_evals, defaults.ANNEAL_START,
+                                   defaults.ANNEAL_END, defaults.ANNEAL_REFRESH)
+        return float(work), int(n)
+
     def polish(self, choice: Any, rng: np.random.Generator) -> Any:
         """The starts of the best schedule a priority search finds for the choice's tasks."""
         _, start = k.priority_climb(self.tables, choice, rng, self.priority_evals)
@@ -246,6 +259,9 @@ class ToolChoice:
         rule = GREEDY_RULES[int(rng.integers(len(GREEDY_RULES)))]
         noise = float(rng.choice([0.0, 0.3, 1.0]))
         choice = self.greedy(rule, rng, noise)
+        if self.anneal_evals > 0:
+            self.anneal(choice, rng)
+            return self.plan_of(choice, self.polish(choice, rng)) or Plan()
         if rng.random() < 0.25:
             return self.plan_of(choice) or Plan()
         self.climb(choice, rng)
