@@ -63,6 +63,14 @@ ANNEAL_END = 0.05
 """Its last temperature, in the same unit."""
 ANNEAL_REFRESH = 20
 """Accepted moves between two refreshes of the facts the plan does not need."""
+ANNEAL_FLOOR = True
+"""Anneal on the larger of the work and the critical path (``False``: the work alone)."""
+ANNEAL_IMPROVE_SHARE = 0.5
+"""The share of children of such problems annealed (short and cool) instead of climbed."""
+ANNEAL_IMPROVE_EVALS = 20_000
+"""Moves of a child's annealing."""
+ANNEAL_IMPROVE_START = 0.3
+"""A child's first temperature (it ends at ``ANNEAL_END``)."""
 
 # -- the activity-list GA (evolve run x.sm, evolve bench psplib) ----------------------------------
 # Its settings and their tuned defaults are the fields of GaParams in

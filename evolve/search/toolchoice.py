@@ -207,7 +207,7 @@ class ToolChoice:
         """Anneal ``choice`` in place on its work (see
         :func:`~evolve.search.toolchoice_kernels.work_anneal`); ``(work, tasks)`` of the result."""
         work, n, _ = k.work_anneal(self.tables, choice, rng, self.anneal_evals, defaults.ANNEAL_START,
-                                   defaults.ANNEAL_END, defaults.ANNEAL_REFRESH)
+                                   defaults.ANNEAL_END, defaults.ANNEAL_REFRESH, defaults.ANNEAL_FLOOR)
         return float(work), int(n)
 
     def polish(self, choice: Any, rng: np.random.Generator) -> Any:
@@ -287,5 +287,10 @@ class ToolChoice:
     def improve(self, problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
         """``plan``'s producer choice, hill-climbed and decoded; ``None`` if it decodes to none."""
         choice = self.choice_of(plan)
-        self.climb(choice, rng)
+        if self.anneal_evals > 0 and rng.random() < defaults.ANNEAL_IMPROVE_SHARE:
+            k.work_anneal(self.tables, choice, rng, min(self.anneal_evals, defaults.ANNEAL_IMPROVE_EVALS),
+                          defaults.ANNEAL_IMPROVE_START, defaults.ANNEAL_END, defaults.ANNEAL_REFRESH,
+                          defaults.ANNEAL_FLOOR)
+        else:
+            self.climb(choice, rng)
         return self.plan_of(choice, self.polish(choice, rng))

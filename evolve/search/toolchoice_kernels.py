@@ -612,6 +612,24 @@ def priority_climb(tables, choice, rng, max_evals):  # type: ignore[no-untyped-d
 
 
 @njit(cache=True)  # type: ignore[misc]
+def critical_length(tables, choice, task_of, order, n, finish):  # type: ignore[no-untyped-def]
+    """The longest dataflow path of the decoded tasks ``order[:n]`` (durations summed, resources
+    ignored): no schedule of them is shorter. ``order`` is topological (see :func:`decode`), so
+    one pass does; ``finish`` is scratch (one per tool)."""
+    dur, in_ptr, in_idx, initial = tables[0], tables[3], tables[4], tables[9]
+    longest = 0.0
+    for k in range(n):
+        t = order[k]
+        ready = 0.0
+        for q in range(in_ptr[t], in_ptr[t + 1]):
+            g = in_idx[q]
+            if not initial[g]:
+                ready = max(ready, finish[task_of[choice[g]]])
+        finish[k] = ready + dur[t]
+        longest = max(longest, finish[k])
+    return longest
+
+@njit(cache=True)  # type: ignore[misc]
 def refresh_dormant(tables, choice, task_of, needed, weight):  # type: ignore[no-untyped-def]
     """Point every fact the decoded plan does not need at its cheapest derivation *given the
     plan*: :func:`greedy_choice`'s least-work rule with the plan's tools almost free.
@@ -638,21 +656,25 @@ small, not zero, so that among free derivations the shorter still wins."""
 
 
 @njit(cache=True, nogil=True)  # type: ignore[misc]
-def work_anneal(tables, choice, rng, max_evals, t_start, t_end, refresh):  # type: ignore[no-untyped-def]
-    """Simulated annealing of the choice on its :func:`work_bound` (the work on its busiest
-    limited resource over the capacity), fewer tasks breaking ties; leaves ``choice`` at the
-    best found and returns ``(work, tasks, evaluations)``.
+def work_anneal(tables, choice, rng, max_evals, t_start, t_end, refresh, floor):  # type: ignore[no-untyped-def]
+    """Simulated annealing of the choice on a floor of its makespan: its :func:`work_bound`
+    (the work on its busiest limited resource over the capacity), with ``floor`` the larger of
+    that and its :func:`critical_length`; ties go to less work, then fewer tasks. Leaves
+    ``choice`` at the best found and returns ``(floor, tasks, evaluations)``.
 
     Where the ``max_parallel`` slots are the bottleneck, evolve's schedules pack them almost
-    perfectly, so the makespan is this work and the whole question is which tools to run: a
+    perfectly, so the makespan is the work and the whole question is which tools to run: a
     least-work covering of the criteria, where a tool making several needed facts counts once.
-    The makespan climb (:func:`hill_climb`) descends on schedules, so from a plan whose greedy
-    schedule does not pack it trades work for a better greedy schedule, and a first-improvement
-    descent on work stops in the first local optimum, a few per cent above the least work on
-    generated problems of 1,000 facts. Annealing crosses those, at a decode per move (no
-    schedule). The move is :func:`hill_climb`'s (a random needed fact, a random other producer,
+    The makespan climb (:func:`hill_climb`) descends on greedy schedules, so from a plan whose
+    greedy schedule does not pack it trades work for a better greedy schedule; and a
+    first-improvement descent on work stops in the first local optimum, a few per cent above the
+    least work on generated problems of 1,000 facts. Annealing crosses those, at a decode per
+    move (no schedule). The critical path keeps it from a least-work plan that cannot pack
+    because one chain of it is longer than its work over the slots.
+
+    The move is :func:`hill_climb`'s (a random needed fact, a random other producer,
     :func:`apply_move`), accepted when no worse, else with probability ``exp(-delta / T)``;
-    ``T`` falls geometrically from ``t_start`` to ``t_end`` times the start's work per task.
+    ``T`` falls geometrically from ``t_start`` to ``t_end`` times the start's floor per task.
     Every ``refresh`` accepted moves (0: never) :func:`refresh_dormant` re-points the facts the
     plan does not need.
     """
@@ -665,13 +687,15 @@ def work_anneal(tables, choice, rng, max_evals, t_start, t_end, refresh):  # typ
     color = np.empty(nt, dtype=np.int64)
     stack_t = np.empty(nt + 1, dtype=np.int64)
     stack_q = np.empty(nt + 1, dtype=np.int64)
+    finish = np.empty(nt, dtype=np.float64)
     n = decode_into(tables, choice, task_of, order, color, stack_t, stack_q, -1)
     if n <= 0:
         return INFEASIBLE if n < 0 else 0.0, max(n, 0), 1
     work = work_bound(tables, order, n)
-    best_work, best_n = work, n
+    value = max(work, critical_length(tables, choice, task_of, order, n, finish)) if floor else work
+    best_value, best_work, best_n = value, work, n
     best = choice.copy()
-    scale = work / n if work > 0.0 else 1.0
+    scale = value / n if value > 0.0 else 1.0
     hot, cold = t_start * scale, t_end * scale
     prev = n
     changed_f, changed_v = move_scratch(tables)
@@ -693,18 +717,22 @@ def work_anneal(tables, choice, rng, max_evals, t_start, t_end, refresh):  # typ
         prev = max(n2, 0)
         if n2 >= 0:
             work2 = work_bound(tables, order, n2)
-            delta = work2 - work
+            value2 = work2
+            if floor:
+                value2 = max(work2, critical_length(tables, choice, task_of, order, n2, finish))
+            delta = value2 - value
             if delta <= BOUND_EPS or rng.random() < np.exp(-delta / temperature):
                 # the scratch holds this decode: the needed facts follow the new plan
-                work, n = work2, n2
+                value, work, n = value2, work2, n2
                 m = needed_facts(tables, task_of, needed, facts)
                 accepted += 1
                 if refresh > 0 and accepted % refresh == 0:
                     refresh_dormant(tables, choice, task_of, needed, weight)
-                if _better(work, n, best_work, best_n):
-                    best_work, best_n = work, n
+                if value < best_value - 1e-9 or (abs(value - best_value) <= 1e-9
+                                                 and _better(work, n, best_work, best_n)):
+                    best_value, best_work, best_n = value, work, n
                     best[:] = choice
                 continue
         undo_move(choice, changed_f, changed_v, count)
     choice[:] = best
-    return best_work, best_n, evals
+    return best_value, best_n, evals
