@@ -34,12 +34,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from plan_vs_cpsat import MAX_PARALLEL, count_facts, document_for, ok_makespan, read_best, run_evolve
 
-from plan_vs_cpsat import MAX_PARALLEL, count_facts, document_for, ok_makespan, read_best, run_evolve  # noqa: E402
-
-from evolve import load_problem  # noqa: E402
-from evolve.model.bounds import lower_bound  # noqa: E402
+from evolve import load_problem
+from evolve.model.bounds import lower_bound
 
 RECORDED_BOUNDS: dict[tuple[int, int], tuple[float, str]] = {
     (300, 0): (3476.0, "work-mip"),

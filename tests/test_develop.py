@@ -101,8 +101,8 @@ def test_thread_safe_operators_are_developed_in_threads_and_nothing_changes(
 def test_the_tool_choice_kernels_release_the_gil() -> None:
     """Threads only spread the climbs if the kernels they spend their time in let go of the
     GIL: a decorator losing ``nogil`` would silently serialise them."""
-    for kernel in (k.hill_climb, k.priority_climb, k.greedy_choice, k.decode, k.schedule_choice,
-                   k.task_graph):
+    for kernel in (k.hill_climb, k.priority_climb, k.work_anneal, k.greedy_choice, k.decode,
+                   k.schedule_choice, k.task_graph):
         assert kernel.targetoptions.get("nogil") is True, kernel.__name__
 
 

@@ -715,13 +715,14 @@ def work_anneal(tables, choice, rng, max_evals, t_start, t_end, refresh, floor):
         count = apply_move(tables, choice, f, p, needed, changed_f, changed_v)
         n2 = decode_into(tables, choice, task_of, order, color, stack_t, stack_q, prev)
         prev = max(n2, 0)
+        # accepted when no worse, else with probability exp(-delta / T): when delta < slack
+        slack = max(BOUND_EPS, -temperature * np.log(1.0 - rng.random()))
         if n2 >= 0:
             work2 = work_bound(tables, order, n2)
             value2 = work2
-            if floor:
+            if floor and work2 <= value + slack:  # else rejected whatever the critical path
                 value2 = max(work2, critical_length(tables, choice, task_of, order, n2, finish))
-            delta = value2 - value
-            if delta <= BOUND_EPS or rng.random() < np.exp(-delta / temperature):
+            if value2 <= value + slack:
                 # the scratch holds this decode: the needed facts follow the new plan
                 value, work, n = value2, work2, n2
                 m = needed_facts(tables, task_of, needed, facts)
