@@ -53,7 +53,10 @@ ANNEAL_MIN_TASKS = 40
 """First plans of problems whose greedy plan has more tasks than this are annealed on their work
 (see ``work_anneal`` in evolve.search.toolchoice_kernels) instead of climbed on their schedule."""
 ANNEAL_EVALS = 200_000
-"""Moves (a decode each) one annealing of a first plan may try."""
+"""Moves (a decode each) one annealing of a first plan may try..."""
+ANNEAL_TASK_MOVES = 1000
+"""...at most this many per task of the greedy plan (a smaller plan has fewer facts to choose
+producers for: at 74 tasks 50,000 moves found what 200,000 find)..."""
 ANNEAL_TASK_EVALS = 50_000_000
 """...and moves times the greedy plan's tasks: a decode costs time linear in the plan, so this
 keeps an annealing under about a second on this machine whatever the size."""

@@ -73,7 +73,8 @@ class ToolChoice:
     switched off for problems whose plans exceed ``CHOICE_PROBE_MAX_TASKS``; ``anneal_evals``
     the moves of the annealing on work that replaces the climb of the first plans of problems
     whose greedy plan exceeds ``ANNEAL_MIN_TASKS`` tasks and that have a limited resource (0:
-    none; capped at ``ANNEAL_TASK_EVALS`` over the greedy plan's tasks).
+    none; capped at ``ANNEAL_TASK_MOVES`` per task of the greedy plan and ``ANNEAL_TASK_EVALS``
+    over its tasks).
     """
 
     problem: Problem
@@ -104,7 +105,8 @@ class ToolChoice:
         if size <= defaults.ANNEAL_MIN_TASKS or not limited:
             self.anneal_evals = 0
         else:
-            self.anneal_evals = min(self.anneal_evals, defaults.ANNEAL_TASK_EVALS // size)
+            self.anneal_evals = min(self.anneal_evals, defaults.ANNEAL_TASK_MOVES * size,
+                                    defaults.ANNEAL_TASK_EVALS // size)
 
     @staticmethod
     def applies_to(problem: Problem) -> bool:
