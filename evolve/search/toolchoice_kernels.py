@@ -162,7 +162,7 @@ def decode(tables, choice, task_of, order, color):  # type: ignore[no-untyped-de
     return n
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def decode_into(tables, choice, task_of, order, color, stack_t, stack_q, prev):  # type: ignore[no-untyped-def]
     """:func:`decode` for a caller that decodes many choices into the same scratch arrays.
 
@@ -270,7 +270,7 @@ def task_graph(tables, choice, order, task_of, n):  # type: ignore[no-untyped-de
     return pred_ptr, pred_idx, succ_ptr, succ_idx
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def priority_keys(dur_t, pred_ptr, pred_idx, succ_ptr, succ_idx, n):  # type: ignore[no-untyped-def]
     """Ranks by longest remaining path, ties by topological position: the reference's default."""
     return rank_by(-longest_tails(dur_t, succ_ptr, succ_idx, True))
@@ -289,7 +289,7 @@ def schedule_choice(tables, choice, task_of, order, color, rounds):  # type: ign
     return schedule_decoded(tables, choice, task_of, order, n, rounds)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def schedule_decoded(tables, choice, task_of, order, n, rounds):  # type: ignore[no-untyped-def]
     """:func:`schedule_choice` of a choice :func:`decode` has just decoded to ``n`` tasks."""
     (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
@@ -308,7 +308,7 @@ def schedule_decoded(tables, choice, task_of, order, n, rounds):  # type: ignore
     return ms, n, start
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _makespan(start, dur):  # type: ignore[no-untyped-def]
     ms = 0.0
     for k in range(start.shape[0]):
@@ -317,14 +317,14 @@ def _makespan(start, dur):  # type: ignore[no-untyped-def]
     return ms
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def score(tables, choice, task_of, order, color):  # type: ignore[no-untyped-def]
     """``(makespan, tasks)`` of a choice, as the hill-climb compares them (one justification)."""
     ms, n, _ = schedule_choice(tables, choice, task_of, order, color, JUSTIFY_ROUNDS)
     return ms, n
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def work_bound(tables, order, n):  # type: ignore[no-untyped-def]
     """A makespan no schedule of the decoded tasks ``order[:n]`` beats: for each limited
     capacity, the work it carries (duration times need, summed) over the capacity.
@@ -349,7 +349,7 @@ def work_bound(tables, order, n):  # type: ignore[no-untyped-def]
     return best
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def bounded_score(tables, choice, task_of, order, color, beat, stack_t, stack_q, prev):  # type: ignore[no-untyped-def]
     """``(makespan, tasks, decoded)``: :func:`score`, except that a choice whose
     :func:`work_bound` is above ``beat`` (by more than rounding could explain) is not scheduled:
@@ -367,7 +367,7 @@ def bounded_score(tables, choice, task_of, order, color, beat, stack_t, stack_q,
     return ms, m, n
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _better(ms_a, n_a, ms_b, n_b):  # type: ignore[no-untyped-def]
     """Makespan first, then fewer tasks (the default ranking's order for complete plans)."""
     if ms_a < ms_b - 1e-9:
@@ -375,7 +375,7 @@ def _better(ms_a, n_a, ms_b, n_b):  # type: ignore[no-untyped-def]
     return abs(ms_a - ms_b) <= 1e-9 and n_a < n_b
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def critical_first(tables, choice, task_of, order, start, ms, n, facts, m, rng):  # type: ignore[no-untyped-def]
     """A random visiting order of ``facts[:m]`` with the facts made by critical tasks first.
 
