@@ -87,7 +87,14 @@ def test_a_memo_keeps_only_what_the_last_state_held(refund: Problem) -> None:
 
 
 def rescanned_crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> Plan | None:
-    """The crossover as it was, fresh ids by a rescan of everything the child may hold."""
+    """The crossover as it was, fresh ids by a rescan of everything the child may hold.
+
+    A deliberate, independent copy of :func:`evolve.search.operators.crossover` (a test
+    oracle, not duplicated logic to share): the project keeps no reference version of it, and
+    the property below is that the counter the fast one keeps gives exactly the ids this
+    rescan (:func:`next_task_id` over ``a``, the child and the mapping) gives. Calling the
+    production code here would compare it with itself. Written for problems without a template
+    (the test's refund problem has none), whose ids the production one seeds the child with."""
     from evolve.model.graph import upstream
     from evolve.model.patch import renamed
     from evolve.model.validate import produced_by
