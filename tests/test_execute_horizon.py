@@ -4,15 +4,14 @@ executor's verdict, and a horizon run killed between revisions resumes to the sa
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import signal
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from benchmark_scripts import load_benchmark
 from click.testing import CliRunner
 from crashing import LOG_TOOL, Spawned, resume, runner, spawn
 from hypothesis import given, settings
@@ -27,18 +26,11 @@ from evolve.execute.replan import SearchReplanner
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem, Tool
 
-BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "rolling_horizon.py"
-
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
     """The benchmark script as a module, loaded from its path (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("rolling_horizon", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("rolling_horizon")
 
 
 @pytest.fixture(scope="module")
