@@ -11,6 +11,7 @@ import json
 from dataclasses import replace
 
 import numpy as np
+from evolved_plans import evolved
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,22 +20,10 @@ from evolve.model.problem import Problem
 from evolve.problems.synthetic import generate_problem
 from evolve.run.state_codec import EncodeMemo, decode, encode
 from evolve.search import toolchoice_kernels as k
-from evolve.search.chaining import construct
-from evolve.search.loop import choose
-from evolve.search.operators import STRUCTURAL, crossover, descendants, downstream_test
+from evolve.search.operators import crossover, descendants, downstream_test
 from evolve.search.toolchoice import GREEDY_RULES, ToolChoice
 
 SEEDS = st.integers(0, 2**32 - 1)
-
-
-def evolved(problem: Problem, seed: int, steps: int) -> Plan:
-    rng = np.random.default_rng(seed)
-    plan = construct(problem, rng)
-    for _ in range(steps):
-        child = choose(STRUCTURAL.mutations, rng)(problem, plan, rng)
-        if child is not None:
-            plan = child
-    return plan
 
 
 def agrees_with_walks(plan: Plan) -> None:
