@@ -27,11 +27,17 @@ from evolve.scheduling.base import EPS
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+HeapKeys = FloatArray | IntArray
+"""The keys of :func:`heap_push`'s heap: times, or the HTN heuristic's integer costs."""
 
 
 @njit(cache=True, nogil=True)  # type: ignore[misc]
-def heap_push(keys: FloatArray, items: IntArray, size: int, key: float, item: int) -> int:
-    """Push ``item`` with ``key`` onto the binary min-heap held in ``keys``/``items``; new size."""
+def heap_push(keys: HeapKeys, items: IntArray, size: int, key: float, item: int) -> int:
+    """Push ``item`` with ``key`` onto the binary min-heap held in ``keys``/``items``; new size.
+
+    The one heap of evolve's kernels (the schedulers', the tool-choice greedy's, the HTN
+    heuristic's, whose keys are integers: numba compiles a version per key type). ``keys``
+    must have room: the callers size it to the most pushes their algorithm can make."""
     i = size
     keys[i] = key
     items[i] = item
@@ -46,7 +52,7 @@ def heap_push(keys: FloatArray, items: IntArray, size: int, key: float, item: in
 
 
 @njit(cache=True, nogil=True)  # type: ignore[misc]
-def heap_pop(keys: FloatArray, items: IntArray, size: int) -> tuple[float, int, int]:
+def heap_pop(keys: HeapKeys, items: IntArray, size: int) -> tuple[float, int, int]:
     """``(key, item, new size)`` of the heap's smallest key."""
     key, item = keys[0], items[0]
     size -= 1

@@ -109,62 +109,20 @@ def decode(tables, choice, task_of, order, color):  # type: ignore[no-untyped-de
     count, or -1 when a needed fact has no producer or the choice is cyclic.
 
     ``task_of`` (per tool, -1 outside) and ``color`` (per tool) are scratch arrays, returned
-    with ``task_of`` holding each used tool's position in ``order``.
+    with ``task_of`` holding each used tool's position in ``order`` (all -1 after a failure).
+    One DFS serves both entry points: this is :func:`decode_into` on scratch that holds
+    anything (``prev = -1``: reset all) with stacks of its own.
     """
-    (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
-     max_tasks) = tables
-    nt = dur.shape[0]
-    for t in range(nt):
-        task_of[t] = -1
-        color[t] = 0
-    n = 0
+    nt = tables[0].shape[0]
     stack_t = np.empty(nt + 1, dtype=np.int64)
     stack_q = np.empty(nt + 1, dtype=np.int64)
-    for c in range(criteria.shape[0]):
-        f = criteria[c]
-        if initial[f]:
-            continue
-        root = choice[f]
-        if root < 0:
-            return -1
-        if color[root] == 2:
-            continue
-        if color[root] == 1:
-            return -1
-        depth = 0
-        stack_t[0] = root
-        stack_q[0] = in_ptr[root]
-        color[root] = 1
-        while depth >= 0:
-            t = stack_t[depth]
-            q = stack_q[depth]
-            if q < in_ptr[t + 1]:
-                stack_q[depth] = q + 1
-                g = in_idx[q]
-                if initial[g]:
-                    continue
-                p = choice[g]
-                if p < 0 or p == t or color[p] == 1:
-                    return -1
-                if color[p] == 0:
-                    color[p] = 1
-                    depth += 1
-                    stack_t[depth] = p
-                    stack_q[depth] = in_ptr[p]
-            else:
-                color[t] = 2
-                task_of[t] = n
-                order[n] = t
-                n += 1
-                depth -= 1
-    if max_tasks >= 0 and n > max_tasks:
-        return -1
-    return n
+    return decode_into(tables, choice, task_of, order, color, stack_t, stack_q, -1)
 
 
 @njit(cache=True, nogil=True)  # type: ignore[misc]
 def decode_into(tables, choice, task_of, order, color, stack_t, stack_q, prev):  # type: ignore[no-untyped-def]
-    """:func:`decode` for a caller that decodes many choices into the same scratch arrays.
+    """:func:`decode` (the DFS both share) for a caller that decodes many choices into the
+    same scratch arrays.
 
     Resetting ``task_of`` and ``color`` costs a pass over every tool of the catalog, more than
     the decode itself once most of a climb's moves are rejected by their work bound. So the
