@@ -14,7 +14,7 @@ from evolve.execute.limits import deadline_passed, llm_budget_spent
 from evolve.execute.outcome import Stop
 from evolve.execute.readiness_pass import readiness_pass
 from evolve.execute.records import Dispatched, ModelCalls, Record
-from evolve.execute.tools import AsksModel, Call
+from evolve.execute.tools import Call, asks_model
 from evolve.execute.transitions import Change
 from evolve.model.plan import Task
 from evolve.scheduling.base import demand_vector
@@ -60,8 +60,8 @@ def dispatch(ctx: RunContext, batch: list[Task]) -> None:
         timeout = math.inf if ctx.simulate else task.timeout or ctx.options.timeout
         ctx.hook("before_dispatch", task.id)
         inputs = bind(ctx, task)
-        fn = ctx.tools.get(task.tool)  # (a tool a person owns has none)
-        asks = fn.model_calls_needed(task.id) if isinstance(fn, AsksModel) else 0
+        asker = asks_model(ctx.tools.get(task.tool))  # (a tool a person owns has no callable)
+        asks = asker.model_calls_needed(task.id) if asker is not None else 0
         spent = llm_budget_spent(ctx, task, asks, asking)
         if spent is not None or ctx.stop is not None:
             ctx.halt(spent)
@@ -88,10 +88,9 @@ def dispatch(ctx: RunContext, batch: list[Task]) -> None:
                 call_id, task.id, attempt, task.tool, tool.risk, task.idempotency_key, dumps(inputs), now
             )
         )
-        if asks:
-            assert isinstance(fn, AsksModel)
-            records.append(ModelCalls(fn.purpose, asks))  # with its dispatch: a crash never loses it
-            asking[fn.purpose] = asking.get(fn.purpose, 0) + asks
+        if asker is not None and asks:
+            records.append(ModelCalls(asker.purpose, asks))  # with its dispatch: a crash never loses it
+            asking[asker.purpose] = asking.get(asker.purpose, 0) + asks
             ctx.asked[call_id] = asks
         call = Call(
             task_id=task.id,

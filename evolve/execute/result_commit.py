@@ -16,7 +16,7 @@ from evolve.execute.context import RunContext
 from evolve.execute.dispatch import Result
 from evolve.execute.journal import dumps
 from evolve.execute.records import ErrorKind, ModelCalls
-from evolve.execute.tools import AsksModel, reconciler
+from evolve.execute.tools import asks_model, reconciler
 from evolve.execute.transitions import NOTHING, Change, call_failed, failed_for_good, succeeded
 from evolve.model.plan import Task
 from evolve.model.validate import produced_by
@@ -69,11 +69,13 @@ def given_back(ctx: RunContext, result: Result) -> Change:
     past them. A call cut off by its deadline keeps what was counted: its ask may still be under
     way."""
     counted = ctx.asked.pop(result.job.call_id, 0)
-    fn = ctx.tools.get(result.job.tool)
-    if not counted or result.kind == "timeout" or not isinstance(fn, AsksModel):
+    if not counted or result.kind == "timeout":
         return NOTHING
-    made = fn.model_calls_made(result.job.task_id, result.job.call.attempt)
-    return NOTHING if made == counted else Change((ModelCalls(fn.purpose, made - counted),), ())
+    asker = asks_model(ctx.tools.get(result.job.tool))
+    if asker is None:
+        return NOTHING
+    made = asker.model_calls_made(result.job.task_id, result.job.call.attempt)
+    return NOTHING if made == counted else Change((ModelCalls(asker.purpose, made - counted),), ())
 
 
 def failure(ctx: RunContext, task: Task, result: Result, kind: ErrorKind, error: str) -> Change:
