@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -226,7 +225,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                              "a grammar (llama-cpp-python)")
     parser.add_argument("--max-tokens", type=int, default=1024)
     parser.add_argument("--timeout", type=float, default=300.0)
-    parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1: on a shared 2-core machine, 2 threads ran 8x slower, waiting on each other)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="llama.cpp threads (1: on a busy 2-core machine 2 threads generated 8x slower)")
     parser.add_argument("--n-ctx", type=int, default=8192, help="the server's context (the pipeline's "
                         "catalog alone is about 3,000 tokens)")
     parser.add_argument("--no-model", action="store_true", help="the search alone (no install, no server)")

