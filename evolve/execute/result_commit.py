@@ -36,7 +36,8 @@ def commit_results(ctx: RunContext, results: list[Result]) -> None:
         task = ctx.index.tasks[result.job.task_id]
         ctx.queue.release(task.id)
         ctx.hook("before_commit", task.id)
-        done += given_back(ctx, result)
+        if result.job.call_id in ctx.asked:
+            done += given_back(ctx, result)
         error = result.error or "failed"
         if result.kind == "ok":
             outputs, error = checked_outputs(ctx, task, result.outputs)
