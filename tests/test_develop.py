@@ -11,14 +11,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from numba.core.registry import CPUDispatcher as Dispatcher
 from plugins.development import DiesInWorkers, Recorded, ThreadRecorded
 
+from evolve.fitness import compiled as fitness_compiled
 from evolve.fitness.registry import resolve_all
+from evolve.model import graph_kernels, plan_arrays
 from evolve.model.problem import Problem
 from evolve.problems import default_operators
 from evolve.problems.synthetic import generate_problem
 from evolve.run.evaluator import Evaluator
-from evolve.search import toolchoice_kernels as k
+from evolve.scheduling import compiled as scheduling_compiled
+from evolve.scheduling import kernel as scheduling_kernel
+from evolve.search import toolchoice_kernels
 from evolve.search.develop import Development, InProcess, Work, develop
 from evolve.search.loop import Search, child_rng
 from evolve.search.operators import OperatorSet
@@ -94,16 +99,20 @@ def test_thread_safe_operators_are_developed_in_threads_and_nothing_changes(
     assert got == expected
     marks = {p.name for p in tmp_path.iterdir()}
     assert all(m.startswith(f"{os.getpid()}-evolve-develop") for m in marks), marks
-    assert len(marks) == 2, "the children were not spread over both threads"
+    assert len(marks) == 3, "the children were not spread over the jobs + 1 threads"
     assert evaluator.parallel is None  # no worker process was started for them
 
 
-def test_the_tool_choice_kernels_release_the_gil() -> None:
-    """Threads only spread the climbs if the kernels they spend their time in let go of the
-    GIL: a decorator losing ``nogil`` would silently serialise them."""
-    for kernel in (k.hill_climb, k.priority_climb, k.work_anneal, k.greedy_choice, k.decode,
-                   k.schedule_choice, k.task_graph):
-        assert kernel.targetoptions.get("nogil") is True, kernel.__name__
+@pytest.mark.parametrize("module", [toolchoice_kernels, fitness_compiled, scheduling_compiled,
+                                    scheduling_kernel, plan_arrays, graph_kernels])
+def test_the_kernels_a_development_runs_release_the_gil(module: Any) -> None:
+    """Threads only spread the climbs (and the scoring of what they made) if the kernels they
+    spend their time in let go of the GIL: a kernel losing ``nogil`` would silently serialise
+    them again."""
+    kernels = [v for v in vars(module).values() if isinstance(v, Dispatcher)]
+    assert kernels
+    for kernel in kernels:
+        assert kernel.targetoptions.get("nogil") is True, f"{module.__name__}.{kernel.__name__}"
 
 
 def test_development_stays_here_when_the_pool_does_not_pay(problem: Problem, tmp_path: Path) -> None:

@@ -10,15 +10,12 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-
-from evolve.cli.main import cli
+from click.testing import Result
+from crashing import LOG_TOOL, resume, runner, spawn
 
 PROBLEM = """
 name: crash
@@ -31,22 +28,11 @@ tools:
   note: {duration: 1, inputs: [receipt], outputs: [note]}
 """
 
-TOOLS = '''
-import os
-
-LOG = os.environ["CRASH_LOG"]
-
-
-def log(line):
-    with open(LOG, "a", encoding="utf-8") as stream:
-        stream.write(line + "\\n")
-        stream.flush()
-        os.fsync(stream.fileno())
-
+TOOLS = LOG_TOOL + '''
 
 def lines():
     try:
-        with open(LOG, encoding="utf-8") as stream:
+        with open(os.environ["CRASH_LOG"], encoding="utf-8") as stream:
             return stream.read().splitlines()
     except FileNotFoundError:
         return []
@@ -81,21 +67,6 @@ def note(inputs, call):
 TOOLS = {"fetch": fetch, "pay": Pay(), "pay_blind": pay_blind, "note": note}
 '''
 
-RUNNER = """
-import os, signal, sys
-from pathlib import Path
-from evolve.execute import start_run
-from evolve.model.files import load_plan, read_problem
-
-point, target, out, folder = sys.argv[1:5]
-def hook(p, t):
-    if p == point and t == target:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-start_run(read_problem(f"{folder}/problem.yaml"), load_plan(f"{folder}/plan.json"), Path(out),
-          plan_source="plan.json", tools_spec=f"{folder}/crash_tools.py:TOOLS", hook=hook).run()
-"""
-
 
 def plan(write_tool: str) -> dict[str, Any]:
     return {
@@ -115,48 +86,16 @@ def plan(write_tool: str) -> dict[str, Any]:
 
 def crash_and_resume(
     tmp_path: Path, point: str, target: str, write_tool: str = "pay"
-) -> tuple[Resumed, dict[str, Any], list[str]]:
-    (tmp_path / "problem.yaml").write_text(PROBLEM)
-    (tmp_path / "plan.json").write_text(json.dumps(plan(write_tool)))
-    (tmp_path / "crash_tools.py").write_text(TOOLS)
-    (tmp_path / "runner.py").write_text(textwrap.dedent(RUNNER))
-    log = tmp_path / "effects.log"
-    env = {**os.environ, "CRASH_LOG": str(log)}
-    out = tmp_path / "run"
-    first = subprocess.run(
-        [sys.executable, str(tmp_path / "runner.py"), point, target, str(out), str(tmp_path)],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert first.returncode == -signal.SIGKILL, first.stderr
-    assert not (out / "outcome.json").exists()
-    resumed = resume(tmp_path, out, env)
-    outcome = json.loads((out / "outcome.json").read_text())
-    return resumed, outcome, log.read_text().splitlines()
-
-
-def resume(tmp_path: Path, out: Path, env: dict[str, str]) -> Resumed:
-    """``evolve execute --resume OUT`` in this process (the killed one was another process)."""
-    saved = dict(os.environ)
-    os.environ.update(env)
-    here = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        result = CliRunner().invoke(cli, ["execute", "--resume", str(out), "--json", "--no-report"])
-    finally:
-        os.chdir(here)
-        os.environ.clear()
-        os.environ.update(saved)
-    return Resumed(result.exit_code, result.output)
-
-
-@dataclass(frozen=True)
-class Resumed:
-    returncode: int
-    stderr: str
+) -> tuple[Result, dict[str, Any], list[str]]:
+    """The run killed at ``point`` of ``target``, then resumed: the resume's result, the outcome
+    and the side effects of both."""
+    run = spawn(tmp_path, PROBLEM, plan(write_tool), "crash_tools.py", TOOLS, runner("crash_tools.py"),
+                point, target)
+    assert run.returncode == -signal.SIGKILL, run.stderr
+    assert not (run.out / "outcome.json").exists()
+    resumed = resume(run)
+    outcome = json.loads((run.out / "outcome.json").read_text())
+    return resumed, outcome, run.log.read_text().splitlines()
 
 
 @pytest.mark.parametrize(
@@ -170,7 +109,7 @@ class Resumed:
 )
 def test_every_write_happens_exactly_once(tmp_path: Path, point: str, reconciled: int) -> None:
     resumed, outcome, effects = crash_and_resume(tmp_path, point, "t2")
-    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.exit_code == 0, resumed.output
     assert (outcome["status"], outcome["reason"]) == ("completed", "goal_met")
     assert effects.count("write pay:1") == 1
     assert effects.count("read t1") == 1  # done before the crash: kept
@@ -183,7 +122,7 @@ def test_every_write_happens_exactly_once(tmp_path: Path, point: str, reconciled
 
 def test_a_read_whose_result_was_lost_runs_again(tmp_path: Path) -> None:
     resumed, outcome, effects = crash_and_resume(tmp_path, "before_commit", "t1")
-    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.exit_code == 0, resumed.output
     assert effects.count("read t1") == 2  # the lost read is run again
     assert effects.count("write pay:1") == 1
     assert outcome["tasks"]["t1"]["attempts"] == 2
@@ -191,7 +130,7 @@ def test_a_read_whose_result_was_lost_runs_again(tmp_path: Path) -> None:
 
 def test_a_write_its_tool_cannot_reconcile_is_unknown_and_never_repeated(tmp_path: Path) -> None:
     resumed, outcome, effects = crash_and_resume(tmp_path, "before_commit", "t2", write_tool="pay_blind")
-    assert resumed.returncode == 1
+    assert resumed.exit_code == 1
     assert (outcome["status"], outcome["reason"]) == ("failed", "task_failed")  # its policy: fail_plan
     assert outcome["unknown"] == ["t2"]
     assert effects.count("write pay:1") == 1
@@ -200,7 +139,7 @@ def test_a_write_its_tool_cannot_reconcile_is_unknown_and_never_repeated(tmp_pat
 
 def test_resuming_a_finished_run_changes_nothing(tmp_path: Path) -> None:
     resumed, outcome, effects = crash_and_resume(tmp_path, "after_commit", "t3")
-    assert resumed.returncode == 0
+    assert resumed.exit_code == 0
     env = {**os.environ, "CRASH_LOG": str(tmp_path / "effects.log")}
     again = subprocess.run(
         [

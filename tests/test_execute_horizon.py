@@ -4,19 +4,16 @@ executor's verdict, and a horizon run killed between revisions resumes to the sa
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import signal
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from benchmark_scripts import load_benchmark
 from click.testing import CliRunner
+from crashing import LOG_TOOL, Spawned, resume, runner, spawn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,18 +26,11 @@ from evolve.execute.replan import SearchReplanner
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem, Tool
 
-BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "rolling_horizon.py"
-
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
     """The benchmark script as a module, loaded from its path (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("rolling_horizon", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("rolling_horizon")
 
 
 @pytest.fixture(scope="module")
@@ -196,16 +186,8 @@ PLAN = {
     ]
 }
 
-TOOLS = """
-import os
+TOOLS = LOG_TOOL + """
 from evolve.execute.tools import ToolFailure
-
-
-def log(line):
-    with open(os.environ["CRASH_LOG"], "a", encoding="utf-8") as stream:
-        stream.write(line + "\\n")
-        stream.flush()
-        os.fsync(stream.fileno())
 
 
 def lookup(inputs, call):
@@ -233,41 +215,16 @@ def render_fresh(inputs, call):
 TOOLS = {"lookup": lookup, "compute": compute, "render_cached": render_cached, "render_fresh": render_fresh}
 """
 
-RUNNER = """
-import os, signal, sys
-from pathlib import Path
-from evolve.execute import ExecuteOptions, start_run
-from evolve.execute.replan import SearchReplanner
-from evolve.model.files import load_plan, read_problem
-
-point, target, out, folder = sys.argv[1:5]
-def hook(p, t):
-    if p == point and t == target:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-start_run(read_problem(f"{folder}/problem.yaml"), load_plan(f"{folder}/plan.json"), Path(out),
-          plan_source="plan.json", tools_spec=f"{folder}/horizon_tools.py:TOOLS", hook=hook,
-          options=ExecuteOptions(horizon=1), replanner=SearchReplanner()).run()
-"""
+RUNNER = runner(
+    "horizon_tools.py",
+    imports="from evolve.execute import ExecuteOptions\nfrom evolve.execute.replan import SearchReplanner",
+    arguments=", options=ExecuteOptions(horizon=1), replanner=SearchReplanner()",
+)
 
 
-def horizon_run(folder: Path, point: str, target: str) -> tuple[int, Path, Path]:
+def horizon_run(folder: Path, point: str, target: str) -> Spawned:
     """The runner in a process of its own (killed at ``point`` of ``target``, if it gets there)."""
-    folder.mkdir()
-    (folder / "problem.yaml").write_text(PROBLEM)
-    (folder / "plan.json").write_text(json.dumps(PLAN))
-    (folder / "horizon_tools.py").write_text(TOOLS)
-    (folder / "runner.py").write_text(textwrap.dedent(RUNNER))
-    log, out = folder / "effects.log", folder / "run"
-    done = subprocess.run(
-        [sys.executable, str(folder / "runner.py"), point, target, str(out), str(folder)],
-        env={**os.environ, "CRASH_LOG": str(log)},
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    return done.returncode, out, log
+    return spawn(folder, PROBLEM, PLAN, "horizon_tools.py", TOOLS, RUNNER, point, target)
 
 
 def fate(out: Path) -> dict[str, Any]:
@@ -295,23 +252,15 @@ def fate(out: Path) -> dict[str, Any]:
 def test_a_horizon_run_killed_between_revisions_resumes_to_the_same_outcome(
     tmp_path: Path, point: str, target: str
 ) -> None:
-    code, whole, whole_log = horizon_run(tmp_path / "whole", "never", "-")
-    assert code == 0
-    code, out, log = horizon_run(tmp_path / "killed", point, target)
-    assert code == -signal.SIGKILL
-    assert not (out / "outcome.json").exists()
-    saved, here = dict(os.environ), os.getcwd()
-    os.environ["CRASH_LOG"] = str(log)
-    os.chdir(tmp_path / "killed")
-    try:
-        resumed = CliRunner().invoke(cli, ["execute", "--resume", str(out), "--json", "--no-report"])
-    finally:
-        os.chdir(here)
-        os.environ.clear()
-        os.environ.update(saved)
+    whole = horizon_run(tmp_path / "whole", "never", "-")
+    assert whole.returncode == 0, whole.stderr
+    killed = horizon_run(tmp_path / "killed", point, target)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert not (killed.out / "outcome.json").exists()
+    resumed = resume(killed)
     assert resumed.exit_code == 0, resumed.output
-    expected = fate(whole)
+    expected = fate(whole.out)
     assert (expected["reason"], expected["replans"]) == ("goal_met", 2)
     assert [r["reason"] for r in expected["revisions"]] == ["horizon", "horizon"]
-    assert fate(out) == expected
-    assert log.read_text().splitlines() == whole_log.read_text().splitlines()  # nothing run twice
+    assert fate(killed.out) == expected
+    assert killed.log.read_text().splitlines() == whole.log.read_text().splitlines()  # nothing run twice

@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 
 from evolve.cli.htn import hddl_document
 from evolve.problems.htn import Decomposition, NoPlan, Planner, htn_problem_from_dict
+from evolve.problems.htn.decomposition import replay
 from evolve.problems.htn.hddl_plans import ipc_plan
 from evolve.problems.htn.hddl_syntax import read_files
 from evolve.problems.htn.hddl_verify import verify
-from evolve.problems.htn.planner import Pending, replay
+from evolve.problems.htn.nodes import Pending
 
 KEYS = ["a", "b", "c"]
 ATOM = st.builds(lambda k: {"has": k}, st.sampled_from(KEYS))

@@ -14,7 +14,8 @@ from evolve.cli.main import cli
 from evolve.model.errors import InfeasibleProblem, InputError
 from evolve.problems import load_problem
 from evolve.problems.htn import Decomposition, HtnProblem, NoPlan, Planner, htn_problem_from_dict
-from evolve.problems.htn.hddl import GOAL_OPERATOR, atom_key, read_hddl
+from evolve.problems.htn.hddl import GOAL_OPERATOR, read_hddl
+from evolve.problems.htn.hddl_formulas import atom_key
 from evolve.problems.htn.hddl_plans import action_graph, ipc_plan
 from evolve.problems.htn.hddl_syntax import read_files
 from evolve.problems.htn.hddl_verify import check_graph, verify

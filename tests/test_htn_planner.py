@@ -32,8 +32,8 @@ from evolve.problems.htn import (
     validate_domain,
 )
 from evolve.problems.htn.algorithm import RandomChooser
+from evolve.problems.htn.decomposition import Step
 from evolve.problems.htn.domain import Operator
-from evolve.problems.htn.planner import Step
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIP = ROOT / "examples" / "htn" / "ship_change.yaml"

@@ -3,15 +3,14 @@ the written problem searched by ``evolve run``, and the vendored NESTFUL sample.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 import yaml
+from benchmark_scripts import load_benchmark
 from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,7 +22,6 @@ from evolve.problems.toolspec import import_tools
 from evolve.problems.toolspec.trace import Call, dataflow
 
 DATA = Path(__file__).resolve().parent / "data" / "nestful"
-BENCHMARK = Path(__file__).resolve().parents[1] / "benchmarks" / "nestful.py"
 
 
 def invoke(*args: str | Path) -> Result:
@@ -298,12 +296,7 @@ _BENCH: list[ModuleType] = []
 def benchmark() -> ModuleType:
     """benchmarks/nestful.py as a module, loaded from its path (benchmarks/ is not a package)."""
     if not _BENCH:
-        spec = importlib.util.spec_from_file_location("nestful_bench", BENCHMARK)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # dataclasses look their module up while it executes
-        spec.loader.exec_module(module)
-        _BENCH.append(module)
+        _BENCH.append(load_benchmark("nestful"))
     return _BENCH[0]
 
 

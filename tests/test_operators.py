@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from evolved_plans import evolved
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,6 @@ from evolve.model.plan import Plan, Task, parse_ref
 from evolve.model.problem import Problem
 from evolve.model.validate import validate
 from evolve.search.chaining import construct
-from evolve.search.loop import choose
 from evolve.search.operators import (
     STRUCTURAL,
     add_dep,
@@ -35,16 +35,6 @@ MUTATIONS = [fn for fn, _ in STRUCTURAL.mutations]
 SEEDS = st.integers(0, 2**32 - 1)
 WIRING = {"ref-task", "dep-exists", "unique-id", "no-cycle"}
 """Rules about the graph's wiring, as opposed to the catalog or the policy."""
-
-
-def evolved(problem: Problem, rng: np.random.Generator, steps: int) -> Plan:
-    """A constructed plan after ``steps`` random mutations: parents as the loop sees them."""
-    plan = construct(problem, rng)
-    for _ in range(steps):
-        child = choose(STRUCTURAL.mutations, rng)(problem, plan, rng)
-        if child is not None:
-            plan = child
-    return plan
 
 
 def rules(problem: Problem, plan: Plan) -> set[str]:

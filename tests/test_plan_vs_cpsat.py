@@ -4,31 +4,24 @@ that CP-SAT proves optimality in well under a second."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from benchmark_scripts import load_benchmark
 
 from evolve import Problem, load_problem, schedule, validate
 
 pytest.importorskip("ortools")
 
-BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "plan_vs_cpsat.py"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
     """The benchmark script as a module, loaded from its path (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("plan_vs_cpsat", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it executes
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("plan_vs_cpsat")
 
 
 def write_and_load(doc: dict[str, Any], tmp_path: Path, name: str = "problem.json") -> Problem:

@@ -11,6 +11,7 @@ import json
 from dataclasses import replace
 
 import numpy as np
+from evolved_plans import evolved
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,22 +20,10 @@ from evolve.model.problem import Problem
 from evolve.problems.synthetic import generate_problem
 from evolve.run.state_codec import EncodeMemo, decode, encode
 from evolve.search import toolchoice_kernels as k
-from evolve.search.chaining import construct
-from evolve.search.loop import choose
-from evolve.search.operators import STRUCTURAL, crossover, descendants, downstream_test
+from evolve.search.operators import crossover, descendants, downstream_test
 from evolve.search.toolchoice import GREEDY_RULES, ToolChoice
 
 SEEDS = st.integers(0, 2**32 - 1)
-
-
-def evolved(problem: Problem, seed: int, steps: int) -> Plan:
-    rng = np.random.default_rng(seed)
-    plan = construct(problem, rng)
-    for _ in range(steps):
-        child = choose(STRUCTURAL.mutations, rng)(problem, plan, rng)
-        if child is not None:
-            plan = child
-    return plan
 
 
 def agrees_with_walks(plan: Plan) -> None:
@@ -87,7 +76,14 @@ def test_a_memo_keeps_only_what_the_last_state_held(refund: Problem) -> None:
 
 
 def rescanned_crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> Plan | None:
-    """The crossover as it was, fresh ids by a rescan of everything the child may hold."""
+    """The crossover as it was, fresh ids by a rescan of everything the child may hold.
+
+    A deliberate, independent copy of :func:`evolve.search.operators.crossover` (a test
+    oracle, not duplicated logic to share): the project keeps no reference version of it, and
+    the property below is that the counter the fast one keeps gives exactly the ids this
+    rescan (:func:`next_task_id` over ``a``, the child and the mapping) gives. Calling the
+    production code here would compare it with itself. Written for problems without a template
+    (the test's refund problem has none), whose ids the production one seeds the child with."""
     from evolve.model.graph import upstream
     from evolve.model.patch import renamed
     from evolve.model.validate import produced_by

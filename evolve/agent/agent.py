@@ -17,15 +17,19 @@ from typing import Any
 
 from evolve import defaults
 from evolve.agent.planner import (
+    ModelPlanner,
     Planner,
     PlannerReplanner,
     SearchPlanner,
+    answers_allowed,
+    calls_of,
     draft,
     plan_errors,
     planner_view,
     step_of,
 )
 from evolve.execute.executor import ExecuteOptions
+from evolve.execute.limits import spent_text
 from evolve.execute.outcome import PlanDiff
 from evolve.execute.replan import Replanner, SearchReplanner
 from evolve.execute.session import JOURNAL, read_run, resume_run, start_run
@@ -168,17 +172,31 @@ class PlanExecuteAgent:
         if (self.out / JOURNAL).is_file():
             executor = resume_run(self.out, replanner=replanner, tools=self.tools, on_event=self.on_event)
         else:
+            budget = self.problem.limits.max_llm_calls
+            attempts = answers_allowed(self.planner, self.attempts, budget)
+            if attempts == 0:
+                return self.no_first_plan((), "llm_budget", f"limits.max_llm_calls {budget}: the first plan "
+                                          "needs a model call and none may be made", {"plan": 0})
+            before = calls_of(self.planner)
             drafted = draft(
                 self.planner,
                 text,
                 [],
                 None,
                 lambda plan: plan_errors(self.problem, plan, self.tools),
-                self.attempts,
+                attempts,
                 "the planner",
             )
+            model = isinstance(self.planner, ModelPlanner)
+            spent = {"plan": calls_of(self.planner) - before} if model else {}
             if drafted.plan is None:
-                return self.no_first_plan(drafted.errors)
+                why = f"no valid plan after {drafted.asked} answer(s): " + (
+                    drafted.errors[0] if drafted.errors else "none")
+                if attempts < self.attempts and drafted.asked == attempts:  # the budget cut it short
+                    assert budget is not None
+                    return self.no_first_plan(drafted.errors, "llm_budget",
+                                              f"{spent_text(budget, spent)}; {why}", spent)
+                return self.no_first_plan(drafted.errors, "no_plan", why, spent)
             executor = start_run(
                 self.problem,
                 drafted.plan,
@@ -191,19 +209,22 @@ class PlanExecuteAgent:
                 replanner_name=replanner.name,
                 facts=self.facts,
                 on_event=self.on_event,
+                model_calls=spent,
             )
         outcome = executor.run()
         if self.report:
             write_execution_report(self.out)
         return self.result(outcome)
 
-    def no_first_plan(self, errors: tuple[str, ...]) -> AgentResult:
-        """No plan passed the checks: nothing ran; the folder says why."""
+    def no_first_plan(self, errors: tuple[str, ...], reason: str, message: str,
+                      model_calls: Mapping[str, int]) -> AgentResult:
+        """No plan passed the checks (``no_plan``), or the model calls ``limits.max_llm_calls``
+        allows ran out first (``llm_budget``): nothing ran; the folder says why."""
         make_folder(self.out)
-        message = f"no valid plan after {self.attempts} answer(s): {errors[0] if errors else 'none'}"
-        outcome = {"status": "failed", "reason": "no_plan", "message": message, "errors": list(errors)}
+        outcome = {"status": "failed", "reason": reason, "message": message, "errors": list(errors),
+                   "model_calls": dict(model_calls)}
         (self.out / "outcome.json").write_text(dump_json(outcome))
-        return AgentResult("failed", "no_plan", message, (), (), {}, self.out, outcome)
+        return AgentResult("failed", reason, message, (), (), {}, self.out, outcome)
 
     def result(self, outcome: Mapping[str, Any]) -> AgentResult:
         journal, _, _ = read_run(self.out)

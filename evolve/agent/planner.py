@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from evolve import defaults
 from evolve.execute.replan import Proposal, Situation
@@ -39,6 +39,29 @@ History = list[dict[str, Any]]
 
 Planner = Callable[[str, History, "dict[str, Any] | None"], "Plan | Sequence[Mapping[str, Any]]"]
 """``planner(goal, history, last_error)`` -> a plan (a :class:`Plan`, or its task list as dicts)."""
+
+
+@runtime_checkable
+class ModelPlanner(Protocol):
+    """A planner whose every answer is a model call (:class:`~evolve.llm.draft.LLMPlanner`):
+    ``calls``, the answers it was asked for so far. ``limits.max_llm_calls`` counts them: the
+    agent's first plan (``plan``) and each replan (``replan``)."""
+
+    calls: int
+
+
+def answers_allowed(planner: object, attempts: int, left: int | None) -> int:
+    """How many answers ``planner`` may be asked for: ``attempts``, fewer when it is a
+    :class:`ModelPlanner` and only ``left`` model calls remain (0: none may be asked)."""
+    if left is None or not isinstance(planner, ModelPlanner):
+        return attempts
+    return min(attempts, left)
+
+
+def calls_of(planner: object) -> int:
+    """The model calls ``planner`` made so far (0 for one that is no model)."""
+    return planner.calls if isinstance(planner, ModelPlanner) else 0
+
 
 TAG = re.compile(r"^\[([^\]\s]+)\](?: (.*))?$", re.DOTALL)
 
@@ -211,7 +234,11 @@ def to_situation(plan: Plan, situation: Situation) -> Plan:
 
 class PlannerReplanner:
     """A planner callable as the executor's replanner: it is given the goal, the history and
-    the last error, and its plan, once it passes the checks, is the proposal."""
+    the last error, and its plan, once it passes the checks, is the proposal.
+
+    It is :class:`~evolve.execute.replan.Metered`: with a :class:`ModelPlanner` each answer is
+    a model call; a replan may ask for ``attempts`` answers, fewer when fewer calls are left of
+    ``limits.max_llm_calls``, and ``spent`` says how many the last one asked for."""
 
     def __init__(
         self,
@@ -227,23 +254,39 @@ class PlannerReplanner:
         self.attempts = attempts
         self.name = name
         self.drafts: list[Drafted] = []
+        self.spent = 0
+        self.allowed: int | None = None
+        """The answers the next :meth:`propose` may ask for (set by :meth:`model_calls_needed`)."""
+
+    def model_calls_needed(self, situation: Situation, left: int | None) -> int:
+        if not isinstance(self.planner, ModelPlanner) or not situation.problem.criteria:
+            self.allowed = None
+            return 0
+        self.allowed = answers_allowed(self.planner, self.attempts, left)
+        return self.allowed or self.attempts  # none allowed: it needs its attempts, past the budget
 
     def propose(self, situation: Situation, revision: int, seed: int, folder: Path) -> Proposal | None:
+        self.spent = 0
+        attempts, self.allowed = self.allowed or self.attempts, None
         if not situation.problem.criteria:
             return Proposal(plan=Plan(), source=self.name, note="every criterion is already made")
 
         def check(plan: Plan) -> list[str]:
             return plan_errors(situation.problem, to_situation(plan, situation), self.tools)
 
-        drafted = draft(
-            self.planner,
-            self.goal,
-            history_of(situation),
-            last_error_of(situation),
-            check,
-            self.attempts,
-            f"{self.name} (revision {revision})",
-        )
+        before = calls_of(self.planner)
+        try:
+            drafted = draft(
+                self.planner,
+                self.goal,
+                history_of(situation),
+                last_error_of(situation),
+                check,
+                attempts,
+                f"{self.name} (revision {revision})",
+            )
+        finally:
+            self.spent = calls_of(self.planner) - before
         self.drafts.append(drafted)
         if drafted.plan is None:
             return None

@@ -429,7 +429,7 @@ def problem_and_plan(
                 "--llm-model (or the values with --input)"
             )
         with make_decider(llm_base_url, llm_model) as decider:
-            decided = decider.decide(problem.htn(), given)
+            decided = decider.decide(problem.htn(), given, budget=problem.limits.max_llm_calls)
         decisions = list(decided.records)
         for record in decisions:
             why = f" (the answer was refused: {record['refused']})" if record.get("refused") else ""

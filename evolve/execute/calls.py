@@ -13,8 +13,8 @@ from evolve.execute.journal import dumps
 from evolve.execute.limits import deadline_passed, llm_budget_spent
 from evolve.execute.outcome import Stop
 from evolve.execute.readiness_pass import readiness_pass
-from evolve.execute.records import Dispatched
-from evolve.execute.tools import Call
+from evolve.execute.records import Dispatched, ModelCalls, Record
+from evolve.execute.tools import Call, asks_model
 from evolve.execute.transitions import Change
 from evolve.model.plan import Task
 from evolve.scheduling.base import demand_vector
@@ -49,9 +49,10 @@ def dispatch(ctx: RunContext, batch: list[Task]) -> None:
     calls."""
     now = ctx.clock.now()
     jobs = []
-    records = []
+    records: list[Record] = []
     events = []
     call_id = ctx.journal.next_call
+    asking: dict[str, int] = {}  # model calls the wave's callables make themselves, by purpose
     for task in batch:
         tool = ctx.problem.tools[task.tool]
         attempt = ctx.state.attempts.get(task.id, 0) + 1
@@ -59,7 +60,9 @@ def dispatch(ctx: RunContext, batch: list[Task]) -> None:
         timeout = math.inf if ctx.simulate else task.timeout or ctx.options.timeout
         ctx.hook("before_dispatch", task.id)
         inputs = bind(ctx, task)
-        spent = llm_budget_spent(ctx, task)
+        asker = asks_model(ctx.tools.get(task.tool))  # (a tool a person owns has no callable)
+        asks = asker.model_calls_needed(task.id) if asker is not None else 0
+        spent = llm_budget_spent(ctx, task, asks, asking)
         if spent is not None or ctx.stop is not None:
             ctx.halt(spent)
             ctx.queue.release(task.id)
@@ -85,6 +88,10 @@ def dispatch(ctx: RunContext, batch: list[Task]) -> None:
                 call_id, task.id, attempt, task.tool, tool.risk, task.idempotency_key, dumps(inputs), now
             )
         )
+        if asker is not None and asks:
+            records.append(ModelCalls(asker.purpose, asks))  # with its dispatch: a crash never loses it
+            asking[asker.purpose] = asking.get(asker.purpose, 0) + asks
+            ctx.asked[call_id] = asks
         call = Call(
             task_id=task.id,
             attempt=attempt,

@@ -92,6 +92,9 @@ class RunContext:
     """Pending tasks whose upstream changed, for the readiness pass (plan order first)."""
     assumed: set[str] = field(default_factory=set)
     """Tasks whose ``assumes`` were confirmed in this session."""
+    asked: dict[int, int] = field(default_factory=dict)
+    """Model calls counted with each call in flight whose callable asks a model itself (an
+    argument fill), by call id: what the call did not make is given back at its result."""
     llm_calls: int = field(init=False)
     """Model calls the run's tool calls made (their tools' ``llm_calls``), from the journal."""
     waited_in_sessions: float = field(init=False)

@@ -41,6 +41,7 @@ from evolve.execute.journal import Journal
 from evolve.execute.options import ExecuteOptions
 from evolve.execute.outcome import Reason, Stop, build_outcome, criteria_made, verdict
 from evolve.execute.readiness_pass import readiness_pass
+from evolve.execute.records import ModelCalls
 from evolve.execute.recovery import recover, resumed
 from evolve.execute.replan import Replanner
 from evolve.execute.result_commit import commit_results
@@ -95,16 +96,26 @@ class Executor:
 
     @classmethod
     def start(
-        cls, problem: Problem, plan: Plan, journal: Journal, meta: Mapping[str, Any], **kwargs: Any
+        cls,
+        problem: Problem,
+        plan: Plan,
+        journal: Journal,
+        meta: Mapping[str, Any],
+        model_calls: Mapping[str, int] | None = None,
+        **kwargs: Any,
     ) -> Executor:
-        """A new run of ``plan``: revision 0 committed with every task pending."""
+        """A new run of ``plan``: revision 0 committed with every task pending, and
+        ``model_calls``, those made before the run (by purpose), counted against its
+        ``limits.max_llm_calls``."""
         (kwargs["run_dir"] / "events.jsonl").write_text("")
         state = RunState(plan=plan, revision=0, status={t.id: "pending" for t in plan.tasks})
         executor = cls(problem, journal, state, **kwargs)
+        spent = tuple(ModelCalls(purpose, calls) for purpose, calls in (model_calls or {}).items() if calls)
         # what the run is, with its first revision: one transaction, so a journal either holds a
         # run that can be resumed or nothing
         commit_revision(
-            executor.ctx, 0, plan, patch=None, reason="the plan as given", invalidated=(), meta=meta
+            executor.ctx, 0, plan, patch=None, reason="the plan as given", invalidated=(), meta=meta,
+            also=spent,
         )
         return executor
 

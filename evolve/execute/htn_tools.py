@@ -106,6 +106,14 @@ class Ledger:
                 self.args[task_id] = dict(filled.args)
 
 
+    def asks(self, task_id: str, attempt: int) -> int:
+        """The model calls the rows of that call of ``task_id`` say were made: one per ask that
+        sent a request (a reply from the reply cache sent none). Read from the file, which a
+        step running in another process (a Dask worker) appended to."""
+        return sum(1 for row in read_ledger(self.path)
+                   if row.get("task") == task_id and row.get("attempt") == attempt and not row.get("cached"))
+
+
 def read_ledger(path: Path) -> list[dict[str, Any]]:
     """The rows of an ``argfill.jsonl`` (none when there is none; a torn last line skipped)."""
     rows: list[dict[str, Any]] = []
@@ -129,12 +137,27 @@ class Filling:
 
 class BoundStep:
     """``fn`` with its outputs bound by ``operator`` (see the module docstring); a prompted
-    operator's arguments are filled first (``filling``) and passed beside the bound inputs."""
+    operator's arguments are filled first (``filling``) and passed beside the bound inputs.
+
+    It is :class:`~evolve.execute.tools.AsksModel`: a call of a prompted operator's task whose
+    arguments are not in the ledger yet asks the model once (``argfill``), which
+    ``limits.max_llm_calls`` counts at dispatch."""
+
+    purpose = "argfill"
 
     def __init__(self, fn: ToolFn, operator: Operator, filling: Filling | None = None) -> None:
         self.fn = fn
         self.operator = operator
         self.filling = filling
+
+    def model_calls_needed(self, task_id: str) -> int:
+        filling = self.filling
+        if self.operator.prompt is None or filling is None or filling.filler is None:
+            return 0
+        return 0 if filling.ledger.get(task_id) is not None else 1
+
+    def model_calls_made(self, task_id: str, attempt: int) -> int:
+        return 0 if self.filling is None else self.filling.ledger.asks(task_id, attempt)
 
     def __call__(self, inputs: Mapping[str, Any], call: Call) -> Mapping[str, Any]:
         if self.filling is not None:

@@ -187,22 +187,10 @@ def build_outcome(
         "decisions": made,
         "rejected_actions": [d for d in made if d["verdict"] == "rejected"],
         "waiting_s": waited(people, now_wall),
-        "model_calls": {
-            "tools": tool_llm,
-            "replan": journal.model_calls().get("replan", 0),
-            "decide": sum(endpoint_requests(d) for d in meta.get("decisions", ())),
-            "argfill": sum(endpoint_requests(row) for row in argfills),
-        },
+        # what limits.max_llm_calls counted, by purpose (the run's own from the journal)
+        "model_calls": {"tools": tool_llm, "replan": 0, "decide": 0, "argfill": 0, **journal.model_calls()},
         "duplicate_writes_prevented": sum(1 for c in calls if c.status == "reconciled") + refused,
     }
-
-
-def endpoint_requests(record: Mapping[str, Any]) -> int:
-    """The requests a small-model record (a hoisted decision, an arg fill) sent to the endpoint:
-    none for a cached reply or a value given as input; ``requests`` when recorded, else one."""
-    if "cached" not in record or record["cached"]:
-        return 0
-    return int(record.get("requests", 1))
 
 
 def arg_fill(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -191,8 +191,11 @@ class Metered(Protocol):
 
     spent: int
 
-    def model_calls_needed(self, situation: Situation) -> int:
-        """The most model calls proposing a plan for ``situation`` makes."""
+    def model_calls_needed(self, situation: Situation, left: int | None) -> int:
+        """The most model calls proposing a plan for ``situation`` makes when at most ``left``
+        may be made (``None``: no budget). A replanner that can do with fewer (fewer answers
+        asked for) says so and keeps to it in the :meth:`propose` that follows; more than
+        ``left`` means it cannot propose within the budget (the run stops ``llm_budget``)."""
 
 
 class SearchReplanner:
@@ -245,7 +248,7 @@ class ProposerReplanner:
         self.name = proposer.name
         self.spent = 0
 
-    def model_calls_needed(self, situation: Situation) -> int:
+    def model_calls_needed(self, situation: Situation, left: int | None) -> int:
         return 0 if situation.htn is not None or not situation.problem.criteria else 1
 
     def propose(self, situation: Situation, revision: int, seed: int, folder: Path) -> Proposal | None:

@@ -15,8 +15,8 @@ from typing import Any, Literal
 from evolve.execute.context import RunContext
 from evolve.execute.dispatch import Result
 from evolve.execute.journal import dumps
-from evolve.execute.records import ErrorKind
-from evolve.execute.tools import reconciler
+from evolve.execute.records import ErrorKind, ModelCalls
+from evolve.execute.tools import asks_model, reconciler
 from evolve.execute.transitions import NOTHING, Change, call_failed, failed_for_good, succeeded
 from evolve.model.plan import Task
 from evolve.model.validate import produced_by
@@ -36,6 +36,8 @@ def commit_results(ctx: RunContext, results: list[Result]) -> None:
         task = ctx.index.tasks[result.job.task_id]
         ctx.queue.release(task.id)
         ctx.hook("before_commit", task.id)
+        if result.job.call_id in ctx.asked:
+            done += given_back(ctx, result)
         error = result.error or "failed"
         if result.kind == "ok":
             outputs, error = checked_outputs(ctx, task, result.outputs)
@@ -60,6 +62,21 @@ def commit_results(ctx: RunContext, results: list[Result]) -> None:
         ctx.commit(failure(ctx, task, result, kind, error))
     for result in results:
         ctx.hook("after_commit", result.job.task_id)
+
+
+def given_back(ctx: RunContext, result: Result) -> Change:
+    """The model calls counted at the dispatch of ``result``'s call that it did not make (its
+    arguments came from the reply cache, or it failed before asking), given back; and any it made
+    past them. A call cut off by its deadline keeps what was counted: its ask may still be under
+    way."""
+    counted = ctx.asked.pop(result.job.call_id, 0)
+    if not counted or result.kind == "timeout":
+        return NOTHING
+    asker = asks_model(ctx.tools.get(result.job.tool))
+    if asker is None:
+        return NOTHING
+    made = asker.model_calls_made(result.job.task_id, result.job.call.attempt)
+    return NOTHING if made == counted else Change((ModelCalls(asker.purpose, made - counted),), ())
 
 
 def failure(ctx: RunContext, task: Task, result: Result, kind: ErrorKind, error: str) -> Change:

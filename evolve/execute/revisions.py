@@ -9,7 +9,7 @@ from typing import Any
 
 from evolve.execute import horizon
 from evolve.execute.context import RunContext
-from evolve.execute.limits import over_llm_budget
+from evolve.execute.limits import llm_budget_left, model_calls_made, over_llm_budget, spent_text
 from evolve.execute.outcome import PlanDiff, Stop
 from evolve.execute.records import ModelCalls, Record, ReplanTried, Revised, TaskRow, TaskStatus, Window
 from evolve.execute.replan import Metered, pending_plan, signature, situation, translate
@@ -43,7 +43,8 @@ def replan(ctx: RunContext) -> None:
         known = horizon.observed_problem(ctx.problem, ctx.journal.calls())
     now_situation = situation(known, state.plan, state.status, state.outputs, state.excluded, reason)
     metered = ctx.replanner if isinstance(ctx.replanner, Metered) else None
-    need = metered.model_calls_needed(now_situation) if metered is not None else 0
+    left = llm_budget_left(ctx)
+    need = metered.model_calls_needed(now_situation, left) if metered is not None else 0
     spent = over_llm_budget(ctx, need, f"the replan of revision {revision}")
     if spent is not None:
         ctx.halt(Stop(spent.reason, f"{spent.message}; {reason}"))
@@ -60,13 +61,14 @@ def replan(ctx: RunContext) -> None:
         event = ctx.ev.event("plan.draft", replanner=ctx.replanner.name, plan=None, folder=None, **draft)
         ctx.commit(Change(tried, (event,)))
         excluded = ", ".join(sorted(state.excluded)) or "change"
-        ctx.halt(
-            Stop(
-                "no_plan",
-                f"the {ctx.replanner.name} replanner found no valid, complete plan "
-                f"without {excluded}; {reason}",
-            )
-        )
+        found = f"the {ctx.replanner.name} replanner found no valid, complete plan without {excluded}"
+        budget = ctx.problem.limits.max_llm_calls
+        if metered is not None and metered.spent and budget is not None and llm_budget_left(ctx) == 0:
+            # it spent what was left: more calls might have found one
+            made = spent_text(budget, model_calls_made(ctx))
+            ctx.halt(Stop("llm_budget", f"{made}, and {found} with the last {metered.spent}; {reason}"))
+            return
+        ctx.halt(Stop("no_plan", f"{found}; {reason}"))
         return
     patch = translate(
         now_situation, proposal.plan, state.plan, state.status, set(ctx.journal.tasks()), revision
@@ -125,10 +127,12 @@ def commit_revision(
     invalidated: Iterable[str],
     sig: str | None = None,
     meta: Mapping[str, Any] | None = None,
+    also: tuple[Record, ...] = (),
 ) -> None:
     """Commit a revision: new tasks' rows with their planned times, the invalidated tasks, the
     ``plan.diff`` and ``plan.commit`` events, and the replan request cleared; under a rolling
-    horizon, in the same transaction, the tasks it commits (its window, ``plan.window``)."""
+    horizon, in the same transaction, the tasks it commits (its window, ``plan.window``); and
+    ``also``, records that belong to the same transaction (a new run's model calls so far)."""
     gone = tuple(invalidated)
     status: dict[str, TaskStatus] = dict(ctx.state.status)
     for tid in gone:
@@ -167,7 +171,8 @@ def commit_revision(
             },
         )
     )
-    records: tuple[Record, ...] = (Revised(revision, plan, gone, sig, patch, diff, reason, now, tuple(rows)),)
+    revised = Revised(revision, plan, gone, sig, patch, diff, reason, now, tuple(rows))
+    records: tuple[Record, ...] = (revised, *also)
     k = ctx.options.horizon
     if k is not None:
         committed = horizon.window(ctx.problem, plan, status, k)

@@ -31,6 +31,7 @@ from evolve.execute.replan import Replanner
 from evolve.execute.simulate import simulated_tools
 from evolve.execute.tools import ToolError, ToolFn, load_tools
 from evolve.llm.argfill import ArgFiller
+from evolve.llm.decide import model_calls as decide_calls
 from evolve.model.errors import EvolveError
 from evolve.model.files import plan_from_dict, problem_from_dict, problem_to_dict
 from evolve.model.plan import Plan
@@ -105,11 +106,15 @@ def start_run(
     tools: Mapping[str, ToolFn] | None = None,
     decisions: Sequence[Mapping[str, Any]] = (),
     arg_filler: ArgFiller | None = None,
+    model_calls: Mapping[str, int] | None = None,
 ) -> Executor:
     """A new run of ``plan`` in ``out_dir`` (which must not hold a journal yet).
 
     ``tools`` (a tool table in hand) takes the place of ``tools_spec`` for callers that are not
-    the command line; a run started so is resumed with the same ``tools``."""
+    the command line; a run started so is resumed with the same ``tools``. The model calls made
+    before the run, ``decisions``' (``decide``) and ``model_calls`` (by purpose: the agent's
+    first plan, ``plan``), are journaled with its first revision and count against its
+    ``limits.max_llm_calls``."""
     errors = validate(problem, plan)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -159,11 +164,13 @@ def start_run(
     if isinstance(problem, HtnProblem) and problem.domain is not None:
         # a resumed run replans by it; text, since the journal sorts keys and method order matters
         meta["htn"] = json.dumps(domain_to_dict(problem.domain)["htn"])
+    before = {"decide": decide_calls(decisions), **(model_calls or {})}
     return Executor.start(
         problem,
         plan,
         journal,
         meta,
+        model_calls=before,
         tools=tools,
         dispatcher=(dispatcher or default_dispatcher)(clock),
         options=options,

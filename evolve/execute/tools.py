@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from evolve.model.errors import EvolveError
 
@@ -59,6 +59,28 @@ ToolFn = Callable[[Mapping[str, Any], Call], Mapping[str, Any]]
 
 class Reconcilable(Protocol):
     def reconcile(self, idempotency_key: str) -> Mapping[str, Any] | None: ...
+
+
+class AsksModel(Protocol):
+    """A tool callable that asks a model itself before its tool runs (an HTN operator with a
+    ``prompt``: its arguments are filled at dispatch). ``limits.max_llm_calls`` counts those asks
+    under ``purpose``: the most a call may make is journaled with its dispatch record (a crash
+    never loses one), and what it did not make is given back when its result is committed."""
+
+    purpose: str
+
+    def model_calls_needed(self, task_id: str) -> int:
+        """The most model calls the next call of ``task_id`` makes (0: none, e.g. its
+        arguments were filled by an earlier call)."""
+
+    def model_calls_made(self, task_id: str, attempt: int) -> int:
+        """The model calls the call ``attempt`` of ``task_id`` made (read from its record)."""
+
+
+def asks_model(fn: object) -> AsksModel | None:
+    """``fn`` when it is :class:`AsksModel`, else ``None``; an attribute look-up, as it is made
+    for every dispatch (a protocol ``isinstance`` costs tens of microseconds)."""
+    return cast(AsksModel, fn) if callable(getattr(fn, "model_calls_made", None)) else None
 
 
 def reconciler(fn: object) -> Callable[[str], Mapping[str, Any] | None] | None:

@@ -59,7 +59,7 @@ class Measures:
     llm_calls: int
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def measure_kernel(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, succ_ptr: IntArray,
                    succ_idx: IntArray, order: IntArray, read_ptr: IntArray,
                    read_idx: IntArray, made_ptr: IntArray, made_idx: IntArray, bad_in: BoolArray,

@@ -12,7 +12,7 @@ default the run does not start (fail closed), naming why. Nothing in the reply i
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -110,9 +110,17 @@ class Decider(OwnsClient):
         body["response_format"] = response_format(self.response_format, "decision", schema)
         return body
 
-    def decide(self, domain: Domain, given: set[str] | frozenset[str] = frozenset()) -> Decided:
+    def decide(self, domain: Domain, given: set[str] | frozenset[str] = frozenset(),
+               budget: int | None = None) -> Decided:
         """Every decision of ``domain`` whose key is not in ``given`` (plan input wins), in order,
-        each rendered from the state the earlier ones made."""
+        each rendered from the state the earlier ones made. ``budget``: the model calls the run
+        may make (its ``limits.max_llm_calls``); decisions that need more are not asked (a
+        :class:`~evolve.model.errors.RunFailed` naming ``llm_budget``: the run does not start)."""
+        asked = [key for key in domain.decisions if key not in given]
+        if budget is not None and len(asked) > budget:
+            raise RunFailed(f"{domain.source}: llm_budget: limits.max_llm_calls {budget}, and the hoisted "
+                            f"decisions {', '.join(asked)} need {len(asked)} model call(s) before "
+                            "planning; raise the budget or give their values with --input")
         state: dict[str, Scalar] = dict(domain.state)
         records = []
         for key, decision in domain.decisions.items():
@@ -141,6 +149,13 @@ class Decider(OwnsClient):
             state[key] = record["value"]
             records.append(record)
         return Decided(replace(domain, state=state), tuple(records))
+
+
+def model_calls(records: Iterable[Mapping[str, Any]]) -> int:
+    """The model calls the decisions of ``records`` made, as ``limits.max_llm_calls`` counts
+    them: one per decision asked whose reply did not come from the reply cache (a value given
+    as input asks nothing; HTTP retries of one ask are not counted apart)."""
+    return sum(1 for r in records if r.get("source") != "input" and r.get("cached") is False)
 
 
 def make_decider(base_url: str, model: str, *, timeout: float = defaults.LLM_TIMEOUT,

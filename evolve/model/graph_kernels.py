@@ -36,7 +36,7 @@ def csr(rows: Sequence[Sequence[int]]) -> tuple[IntArray, IntArray]:
     return ptr, idx
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def transpose(ptr: IntArray, idx: IntArray, targets: int) -> tuple[IntArray, IntArray]:
     """The CSR transpose of ``ptr``/``idx`` over ``targets`` nodes: for each target, the sources
     that list it, ascending and with repeats (the successors of a predecessor graph, the readers
@@ -56,7 +56,7 @@ def transpose(ptr: IntArray, idx: IntArray, targets: int) -> tuple[IntArray, Int
     return t_ptr, t_idx
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def topological_order(pred_ptr: IntArray, succ_ptr: IntArray, succ_idx: IntArray) -> IntArray:
     """Kahn's order of the graph with predecessor counts ``pred_ptr`` and successors
     ``succ_ptr``/``succ_idx`` (its transpose, repeats matching): FIFO, stable in node order, the
@@ -83,7 +83,7 @@ def topological_order(pred_ptr: IntArray, succ_ptr: IntArray, succ_idx: IntArray
     return order[:placed]
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def longest_tails(dur: FloatArray, succ_ptr: IntArray, succ_idx: IntArray, from_zero: bool
                   ) -> FloatArray:
     """Each node's longest path to the end, its own duration included, for nodes numbered in a
@@ -110,7 +110,7 @@ def longest_tails(dur: FloatArray, succ_ptr: IntArray, succ_idx: IntArray, from_
     return tail
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def reach(ptr: IntArray, idx: IntArray, starts: IntArray, seen: BoolArray) -> IntArray:
     """The nodes one or more edges away from ``starts`` and not yet ``seen``, marked in ``seen``
     and returned in the order found (breadth first).

@@ -256,7 +256,7 @@ def compile_plan(problem: Problem, plan: Plan) -> CompiledPlan:
                         errors=errors)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _table(size: int) -> IntArray:
     """An empty open-addressing table (a power of two, at least twice ``size``) of int keys."""
     capacity = 2
@@ -265,7 +265,7 @@ def _table(size: int) -> IntArray:
     return np.full(capacity, -1, dtype=np.int64)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _slot(keys: IntArray, key: int) -> int:
     """Where ``key`` is in ``keys``, or the empty slot where it would go (keys are >= 0)."""
     mask = keys.shape[0] - 1
@@ -275,7 +275,7 @@ def _slot(keys: IntArray, key: int) -> int:
     return int(h)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def decode_plan(records: IntArray, n: int, priority: IntArray, template_bad: IntArray
                 ) -> tuple[bool, int, IntArray, IntArray, IntArray, IntArray, IntArray, IntArray,
                            IntArray, BoolArray, BoolArray, BoolArray, IntArray, IntArray, IntArray,

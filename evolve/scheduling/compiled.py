@@ -26,7 +26,7 @@ from evolve.model.compiled import FloatArray, IntArray
 from evolve.model.graph_kernels import longest_tails, transpose
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def sgs_inputs(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, order: IntArray, rank: IntArray,
                ranked: int,
                tool_dur: FloatArray, tool_need: FloatArray

@@ -27,11 +27,17 @@ from evolve.scheduling.base import EPS
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+HeapKeys = FloatArray | IntArray
+"""The keys of :func:`heap_push`'s heap: times, or the HTN heuristic's integer costs."""
 
 
-@njit(cache=True)  # type: ignore[misc]
-def heap_push(keys: FloatArray, items: IntArray, size: int, key: float, item: int) -> int:
-    """Push ``item`` with ``key`` onto the binary min-heap held in ``keys``/``items``; new size."""
+@njit(cache=True, nogil=True)  # type: ignore[misc]
+def heap_push(keys: HeapKeys, items: IntArray, size: int, key: float, item: int) -> int:
+    """Push ``item`` with ``key`` onto the binary min-heap held in ``keys``/``items``; new size.
+
+    The one heap of evolve's kernels (the schedulers', the tool-choice greedy's, the HTN
+    heuristic's, whose keys are integers: numba compiles a version per key type). ``keys``
+    must have room: the callers size it to the most pushes their algorithm can make."""
     i = size
     keys[i] = key
     items[i] = item
@@ -45,8 +51,8 @@ def heap_push(keys: FloatArray, items: IntArray, size: int, key: float, item: in
     return size + 1
 
 
-@njit(cache=True)  # type: ignore[misc]
-def heap_pop(keys: FloatArray, items: IntArray, size: int) -> tuple[float, int, int]:
+@njit(cache=True, nogil=True)  # type: ignore[misc]
+def heap_pop(keys: HeapKeys, items: IntArray, size: int) -> tuple[float, int, int]:
     """``(key, item, new size)`` of the heap's smallest key."""
     key, item = keys[0], items[0]
     size -= 1
@@ -67,7 +73,7 @@ def heap_pop(keys: FloatArray, items: IntArray, size: int) -> tuple[float, int, 
     return key, item, size
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _locate(times: FloatArray, nxt: IntArray, prv: IntArray, hint: int, t: float) -> int:
     """The step containing ``t``: the last event at or before it (``bisect_right - 1`` in the
     reference), walked to from ``hint``, an event near ``t``; the first event is at 0 <= t."""
@@ -79,7 +85,7 @@ def _locate(times: FloatArray, nxt: IntArray, prv: IntArray, hint: int, t: float
     return node
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _find_open(jump: IntArray, r: int, node: int) -> int:
     """The first event at or after ``node`` whose step is not full in column ``r`` (``-1``: none),
     with path compression, so skipping the full part of the profile costs amortised O(1)."""
@@ -93,7 +99,7 @@ def _find_open(jump: IntArray, r: int, node: int) -> int:
     return root
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def serial_sgs(dur: FloatArray, need: FloatArray, cap: FloatArray,
                pred_ptr: IntArray, pred_idx: IntArray, succ_ptr: IntArray, succ_idx: IntArray,
                key: IntArray) -> FloatArray:
@@ -104,7 +110,7 @@ def serial_sgs(dur: FloatArray, need: FloatArray, cap: FloatArray,
     return start
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def serial_sgs_placed(dur: FloatArray, need: FloatArray, cap: FloatArray,
                       pred_ptr: IntArray, pred_idx: IntArray, succ_ptr: IntArray,
                       succ_idx: IntArray, key: IntArray) -> tuple[FloatArray, IntArray]:
@@ -230,7 +236,7 @@ def serial_sgs_placed(dur: FloatArray, need: FloatArray, cap: FloatArray,
     return start, placed[:done]
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _split(times: FloatArray, usage: FloatArray, nxt: IntArray, prv: IntArray, jump: IntArray,
            count: int, tail: int, node: int, t: float) -> tuple[int, int, int]:
     """Make ``t`` an event (within EPS of ``node``, the step containing it, counts as it);
@@ -264,7 +270,7 @@ def warm_up() -> None:
     serial_sgs(dur, need, cap, ptr, idx, succ_ptr, succ_idx, np.array([0, 1], dtype=np.int64))
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def rank_by(values: FloatArray) -> IntArray:
     """Distinct integer keys ordering tasks by ascending ``values``, ties by index."""
     order = np.argsort(values, kind="mergesort")
@@ -274,7 +280,7 @@ def rank_by(values: FloatArray) -> IntArray:
     return key
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def justify(dur: FloatArray, need: FloatArray, cap: FloatArray,
             pred_ptr: IntArray, pred_idx: IntArray, succ_ptr: IntArray, succ_idx: IntArray,
             start: FloatArray) -> FloatArray:

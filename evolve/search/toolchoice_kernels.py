@@ -109,62 +109,20 @@ def decode(tables, choice, task_of, order, color):  # type: ignore[no-untyped-de
     count, or -1 when a needed fact has no producer or the choice is cyclic.
 
     ``task_of`` (per tool, -1 outside) and ``color`` (per tool) are scratch arrays, returned
-    with ``task_of`` holding each used tool's position in ``order``.
+    with ``task_of`` holding each used tool's position in ``order`` (all -1 after a failure).
+    One DFS serves both entry points: this is :func:`decode_into` on scratch that holds
+    anything (``prev = -1``: reset all) with stacks of its own.
     """
-    (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
-     max_tasks) = tables
-    nt = dur.shape[0]
-    for t in range(nt):
-        task_of[t] = -1
-        color[t] = 0
-    n = 0
+    nt = tables[0].shape[0]
     stack_t = np.empty(nt + 1, dtype=np.int64)
     stack_q = np.empty(nt + 1, dtype=np.int64)
-    for c in range(criteria.shape[0]):
-        f = criteria[c]
-        if initial[f]:
-            continue
-        root = choice[f]
-        if root < 0:
-            return -1
-        if color[root] == 2:
-            continue
-        if color[root] == 1:
-            return -1
-        depth = 0
-        stack_t[0] = root
-        stack_q[0] = in_ptr[root]
-        color[root] = 1
-        while depth >= 0:
-            t = stack_t[depth]
-            q = stack_q[depth]
-            if q < in_ptr[t + 1]:
-                stack_q[depth] = q + 1
-                g = in_idx[q]
-                if initial[g]:
-                    continue
-                p = choice[g]
-                if p < 0 or p == t or color[p] == 1:
-                    return -1
-                if color[p] == 0:
-                    color[p] = 1
-                    depth += 1
-                    stack_t[depth] = p
-                    stack_q[depth] = in_ptr[p]
-            else:
-                color[t] = 2
-                task_of[t] = n
-                order[n] = t
-                n += 1
-                depth -= 1
-    if max_tasks >= 0 and n > max_tasks:
-        return -1
-    return n
+    return decode_into(tables, choice, task_of, order, color, stack_t, stack_q, -1)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def decode_into(tables, choice, task_of, order, color, stack_t, stack_q, prev):  # type: ignore[no-untyped-def]
-    """:func:`decode` for a caller that decodes many choices into the same scratch arrays.
+    """:func:`decode` (the DFS both share) for a caller that decodes many choices into the
+    same scratch arrays.
 
     Resetting ``task_of`` and ``color`` costs a pass over every tool of the catalog, more than
     the decode itself once most of a climb's moves are rejected by their work bound. So the
@@ -270,7 +228,7 @@ def task_graph(tables, choice, order, task_of, n):  # type: ignore[no-untyped-de
     return pred_ptr, pred_idx, succ_ptr, succ_idx
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def priority_keys(dur_t, pred_ptr, pred_idx, succ_ptr, succ_idx, n):  # type: ignore[no-untyped-def]
     """Ranks by longest remaining path, ties by topological position: the reference's default."""
     return rank_by(-longest_tails(dur_t, succ_ptr, succ_idx, True))
@@ -289,7 +247,7 @@ def schedule_choice(tables, choice, task_of, order, color, rounds):  # type: ign
     return schedule_decoded(tables, choice, task_of, order, n, rounds)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def schedule_decoded(tables, choice, task_of, order, n, rounds):  # type: ignore[no-untyped-def]
     """:func:`schedule_choice` of a choice :func:`decode` has just decoded to ``n`` tasks."""
     (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
@@ -308,7 +266,7 @@ def schedule_decoded(tables, choice, task_of, order, n, rounds):  # type: ignore
     return ms, n, start
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _makespan(start, dur):  # type: ignore[no-untyped-def]
     ms = 0.0
     for k in range(start.shape[0]):
@@ -317,14 +275,14 @@ def _makespan(start, dur):  # type: ignore[no-untyped-def]
     return ms
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def score(tables, choice, task_of, order, color):  # type: ignore[no-untyped-def]
     """``(makespan, tasks)`` of a choice, as the hill-climb compares them (one justification)."""
     ms, n, _ = schedule_choice(tables, choice, task_of, order, color, JUSTIFY_ROUNDS)
     return ms, n
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def work_bound(tables, order, n):  # type: ignore[no-untyped-def]
     """A makespan no schedule of the decoded tasks ``order[:n]`` beats: for each limited
     capacity, the work it carries (duration times need, summed) over the capacity.
@@ -349,7 +307,7 @@ def work_bound(tables, order, n):  # type: ignore[no-untyped-def]
     return best
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def bounded_score(tables, choice, task_of, order, color, beat, stack_t, stack_q, prev):  # type: ignore[no-untyped-def]
     """``(makespan, tasks, decoded)``: :func:`score`, except that a choice whose
     :func:`work_bound` is above ``beat`` (by more than rounding could explain) is not scheduled:
@@ -367,7 +325,7 @@ def bounded_score(tables, choice, task_of, order, color, beat, stack_t, stack_q,
     return ms, m, n
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _better(ms_a, n_a, ms_b, n_b):  # type: ignore[no-untyped-def]
     """Makespan first, then fewer tasks (the default ranking's order for complete plans)."""
     if ms_a < ms_b - 1e-9:
@@ -375,7 +333,7 @@ def _better(ms_a, n_a, ms_b, n_b):  # type: ignore[no-untyped-def]
     return abs(ms_a - ms_b) <= 1e-9 and n_a < n_b
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def critical_first(tables, choice, task_of, order, start, ms, n, facts, m, rng):  # type: ignore[no-untyped-def]
     """A random visiting order of ``facts[:m]`` with the facts made by critical tasks first.
 
@@ -414,7 +372,7 @@ def critical_first(tables, choice, task_of, order, start, ms, n, facts, m, rng):
     return out
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def needed_facts(tables, task_of, needed, facts):  # type: ignore[no-untyped-def]
     """Mark in ``needed`` the facts the decoded plan needs (its tasks' inputs and the criteria,
     initial facts excepted; ``task_of`` is the decode's); list in ``facts`` those with more than
@@ -442,7 +400,7 @@ def needed_facts(tables, task_of, needed, facts):  # type: ignore[no-untyped-def
     return m
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def move_scratch(tables):  # type: ignore[no-untyped-def]
     """The arrays :func:`apply_move` records a move in: one entry per fact the widest tool
     makes, plus the moved fact."""
@@ -453,7 +411,7 @@ def move_scratch(tables):  # type: ignore[no-untyped-def]
     return np.empty(widest, dtype=np.int64), np.empty(widest, dtype=np.int64)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def apply_move(tables, choice, f, p, needed, changed_f, changed_v):  # type: ignore[no-untyped-def]
     """The climbs' move: fact ``f`` gets producer ``p``, and so does every other needed fact
     ``p`` makes (swap-then-prune: the one tool replaces several). The facts changed and their
@@ -471,7 +429,7 @@ def apply_move(tables, choice, f, p, needed, changed_f, changed_v):  # type: ign
     return count
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def undo_move(choice, changed_f, changed_v, count):  # type: ignore[no-untyped-def]
     """Take back what :func:`apply_move` did: backwards, so a fact changed twice gets its
     first value back."""
@@ -611,7 +569,7 @@ def priority_climb(tables, choice, rng, max_evals):  # type: ignore[no-untyped-d
     return ms, best
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def critical_length(tables, choice, task_of, order, n, finish):  # type: ignore[no-untyped-def]
     """The longest dataflow path of the decoded tasks ``order[:n]`` (durations summed, resources
     ignored): no schedule of them is shorter. ``order`` is topological (see :func:`decode`), so
@@ -629,7 +587,7 @@ def critical_length(tables, choice, task_of, order, n, finish):  # type: ignore[
         longest = max(longest, finish[k])
     return longest
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def refresh_dormant(tables, choice, task_of, needed, weight):  # type: ignore[no-untyped-def]
     """Point every fact the decoded plan does not need at its cheapest derivation *given the
     plan*: :func:`greedy_choice`'s least-work rule with the plan's tools almost free.

@@ -9,9 +9,10 @@ fallback for tasks no method covers plugs in through :class:`DecompositionFallba
 """
 
 from evolve.problems.htn.algorithm import OPERATOR, HtnSearch, NoPlanError
+from evolve.problems.htn.decomposition import Choice, Decomposition, NoPlan, replay
 from evolve.problems.htn.domain import Domain, Method, Operator
 from evolve.problems.htn.fallback import DecompositionFallback, FallbackReply
-from evolve.problems.htn.planner import Choice, Decomposition, Learned, NoPlan, Planner, replay
+from evolve.problems.htn.planner import Learned, Planner
 from evolve.problems.htn.problem import HtnProblem, htn_problem_from_dict, load_htn_problem, to_plan
 from evolve.problems.htn.reader import domain_from_dict, is_htn_document, read_domain
 from evolve.problems.htn.validate import DomainReport, validate_domain

@@ -27,8 +27,9 @@ from evolve.fitness.evaluation import Evaluation
 from evolve.model.errors import InfeasibleProblem, RunFailed
 from evolve.model.patch import diff_plans
 from evolve.model.plan import Plan, plan_hash
+from evolve.problems.htn.decomposition import Choice, Genome, NoPlan
 from evolve.problems.htn.fallback import DecompositionFallback
-from evolve.problems.htn.planner import Choice, Genome, Learned, NoPlan, Planner
+from evolve.problems.htn.planner import Learned, Planner
 from evolve.problems.htn.problem import HtnProblem, to_plan
 from evolve.search.algorithm import Candidate, EventSink, SearchResult, generation_end
 from evolve.search.loop import Evaluator, child_rng

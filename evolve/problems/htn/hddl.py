@@ -30,6 +30,18 @@ from pathlib import Path
 from typing import Any
 
 from evolve.model.errors import InfeasibleProblem, InputError
+from evolve.problems.htn.hddl_formulas import (
+    Effect,
+    Ground,
+    atom_key,
+    conj,
+    disj,
+    negate,
+    operator_doc,
+    to_doc,
+)
+from evolve.problems.htn.hddl_objects import Objects
+from evolve.problems.htn.hddl_relation import Relation
 from evolve.problems.htn.hddl_syntax import (
     OBJECT,
     HddlDomain,
@@ -50,15 +62,6 @@ VARIANT = "~when"
 MAX_CONDITIONS = 6
 """Conditional effects one ground action may have whose conditions grounding cannot decide
 (each doubles its operators)."""
-
-Ground = bool | tuple[Any, ...]
-"""A ground formula: True/False, ("atom", key), ("not", f), ("and", fs...), ("or", fs...)."""
-
-
-def atom_key(name: str, args: Sequence[str]) -> str:
-    """The state key of a ground atom (see the module docstring): unambiguous, and a word the
-    plan's ``$task.fact`` references can spell."""
-    return "_".join(part.replace("_", "__") for part in (name, *args))
 
 
 def ground_name(name: str, args: Sequence[str]) -> str:
@@ -92,55 +95,6 @@ def free_vars(node: Sexp, bound: frozenset[str] = frozenset()) -> set[str]:
     return {v for item in node for v in free_vars(item, bound)}
 
 
-def conj(items: list[Ground]) -> Ground:
-    kept = [i for i in items if i is not True]
-    if any(i is False for i in kept):
-        return False
-    return True if not kept else kept[0] if len(kept) == 1 else ("and", *kept)
-
-
-def disj(items: list[Ground]) -> Ground:
-    kept = [i for i in items if i is not False]
-    if any(i is True for i in kept):
-        return True
-    return False if not kept else kept[0] if len(kept) == 1 else ("or", *kept)
-
-
-def negate(item: Ground) -> Ground:
-    if isinstance(item, bool):
-        return not item
-    return item[1] if item[0] == "not" else ("not", item)
-
-
-def to_doc(item: Ground) -> list[Any]:
-    """A ground formula as the predicates of an HTN domain file (a list: all of them)."""
-    if item is True:
-        return []
-    if item is False:
-        return [{"not": []}]
-    assert isinstance(item, tuple)
-    if item[0] == "atom":
-        return [{"has": item[1]}]
-    if item[0] == "and":
-        return [d for sub in item[1:] for d in to_doc(sub)]
-    if item[0] == "not":
-        inner = to_doc(item[1])
-        return [{"not": inner[0] if len(inner) == 1 else inner}]
-    alternatives = [to_doc(sub) for sub in item[1:]]  # a or b = not (not a and not b)
-    return [{"not": [{"not": d[0] if len(d) == 1 else d} for d in alternatives]}]
-
-
-@dataclass(frozen=True)
-class Effect:
-    positive: bool
-    atom: tuple[str, tuple[str, ...]]
-    when: Ground = True
-
-    @property
-    def key(self) -> str:
-        return atom_key(*self.atom)
-
-
 @dataclass(frozen=True)
 class Literal:
     """A compiled precondition literal: predicate, terms (parameters or objects), sign, and
@@ -159,13 +113,8 @@ class Grounder:
         self.domain = domain
         self.problem = problem
         self.source = source
-        self.types = {**domain.constants, **problem.objects}
-        for name in self.types:
-            if name.startswith("_"):
-                raise self.fail(f"object {name}: names start with a letter")
-        self.below = self.subtypes()
-        self.by_type: dict[str, list[str]] = {}
-        self.members: dict[str, set[str]] = {}
+        self.objects = Objects(domain, problem, source)
+        self.types = self.objects.types  # every object's types: what a term may name
         self.effect_cache: dict[tuple[str, tuple[str, ...]], list[Effect]] = {}
         changed = {p for a in domain.actions.values() for p in self.effect_predicates(a.effect)}
         self.static = {p for p in (*domain.predicates, *(c.name for c in problem.init)) if p not in changed}
@@ -189,35 +138,6 @@ class Grounder:
 
     # -- types and terms ------------------------------------------------------------------------
 
-    def subtypes(self) -> dict[str, set[str]]:
-        """Each type -> itself and every type below it (the objects of those are its objects)."""
-        below: dict[str, set[str]] = {t: {t} for t in self.domain.parents}
-        for kind in self.domain.parents:
-            todo, seen = [kind], {kind}
-            while todo:
-                for parent in self.domain.parents.get(todo.pop(), ()):
-                    below.setdefault(parent, {parent}).add(kind)
-                    if parent not in seen:
-                        seen.add(parent)
-                        todo.append(parent)
-        return below
-
-    def objects_of(self, types: Sequence[str]) -> list[str]:
-        key = ",".join(types)
-        if key not in self.by_type:
-            if OBJECT in types:
-                self.by_type[key] = list(self.types)
-            else:
-                kinds = set().union(*(self.below.get(t, {t}) for t in types))
-                self.by_type[key] = [o for o, ts in self.types.items() if any(t in kinds for t in ts)]
-        return self.by_type[key]
-
-    def is_a(self, name: str, types: Sequence[str]) -> bool:
-        key = ",".join(types)
-        if key not in self.members:
-            self.members[key] = set(self.objects_of(types))
-        return name in self.members[key]
-
     def term(self, term: str, binding: Mapping[str, str]) -> str:
         if term.startswith("?"):
             if term not in binding:
@@ -233,7 +153,7 @@ class Grounder:
         if len(node) != 3 or not isinstance(node[1], tuple):
             raise self.fail(f"expected ({node[0]} (?vars - type) formula), got {show(node)}")
         variables = self.typed_vars(node[1])
-        pools = [self.objects_of(types) for _, types in variables]
+        pools = [self.objects.of(types) for _, types in variables]
         for combo in itertools.product(*pools):
             yield {**binding, **{v: o for (v, _), o in zip(variables, combo)}}
 
@@ -413,8 +333,8 @@ class Grounder:
                     if not best:
                         return
             if best is None:
-                var = min(open_, key=lambda v: len(self.objects_of(types.get(v, (OBJECT,)))))
-                best = [{var: o} for o in self.objects_of(types.get(var, (OBJECT,)))]
+                var = min(open_, key=lambda v: len(self.objects.of(types.get(v, (OBJECT,)))))
+                best = [{var: o} for o in self.objects.of(types.get(var, (OBJECT,)))]
             for extra in best:
                 merged = {**binding, **extra}
                 if consistent(merged, set(extra)):
@@ -427,7 +347,7 @@ class Grounder:
                 types: Mapping[str, tuple[str, ...]]) -> list[dict[str, str]]:
         """The new bindings under which ``terms`` match a row of ``relation``."""
         fixed = [(i, binding.get(t, t)) for i, t in enumerate(terms) if not t.startswith("?") or t in binding]
-        opens = [(i, t, self.member_set(types[t]) if t in types else None)
+        opens = [(i, t, self.objects.member_set(types[t]) if t in types else None)
                  for i, t in enumerate(terms) if t.startswith("?") and t not in binding]
         size = len(terms)
         out = []
@@ -442,12 +362,6 @@ class Grounder:
             else:
                 out.append(extra)
         return out
-
-    def member_set(self, types: Sequence[str]) -> set[str]:
-        key = ",".join(types)
-        if key not in self.members:
-            self.members[key] = set(self.objects_of(types))
-        return self.members[key]
 
     def relax(self) -> None:
         """The facts and actions reachable when deletes are ignored (a superset of every
@@ -493,7 +407,7 @@ class Grounder:
         definition = self.domain.actions[name]
         made: dict[str, Any] | None = None
         if len(args) == len(definition.params) and all(
-                self.is_a(a, types) for a, (_, types) in zip(args, definition.params)):
+                self.objects.is_a(a, types) for a, (_, types) in zip(args, definition.params)):
             binding = {v: a for (v, _), a in zip(definition.params, args)}
             pre = self.formula(definition.pre, binding)
             if pre is not False:
@@ -635,38 +549,6 @@ class Grounder:
         return kept
 
 
-class Relation:
-    """A set of argument tuples, indexed by (position, value) for the join."""
-
-    def __init__(self) -> None:
-        self.rows: dict[tuple[str, ...], None] = {}  # an ordered set: grounding is deterministic
-        self.index: dict[tuple[int, str], list[tuple[str, ...]]] = {}
-
-    def add(self, row: tuple[str, ...]) -> bool:
-        if row in self.rows:
-            return False
-        self.rows[row] = None
-        for i, value in enumerate(row):
-            self.index.setdefault((i, value), []).append(row)
-        return True
-
-    def candidates(self, fixed: Sequence[tuple[int, str]]) -> Iterator[tuple[str, ...]]:
-        if not fixed:
-            yield from list(self.rows)
-            return
-        if len(fixed) == 1:  # the index is exact
-            yield from list(self.index.get(fixed[0], ()))
-            return
-        lists = [self.index.get(key, []) for key in fixed]
-        shortest = min(lists, key=len)
-        for row in list(shortest):
-            for i, v in fixed:
-                if len(row) <= i or row[i] != v:
-                    break
-            else:
-                yield row
-
-
 INFINITE = 10 ** 9
 
 
@@ -687,11 +569,3 @@ def cheapest(methods: Mapping[str, dict[str, Any]], tasks: Mapping[str, list[str
                 cost[task] = best
                 changed = True
     return cost
-
-
-def operator_doc(pre: Ground, effects: list[Effect]) -> dict[str, Any]:
-    """An operator: PDDL semantics (deletes first, then adds: an atom both added and deleted
-    stays), every delete once."""
-    sets = {e.key: True for e in effects if e.positive}
-    unset = list(dict.fromkeys(e.key for e in effects if not e.positive and e.key not in sets))
-    return {"pre": to_doc(pre), "duration": 1, "effects": {"set": sets, "unset": unset}}

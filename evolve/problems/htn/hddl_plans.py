@@ -8,9 +8,9 @@ hand a plan to a checker that shares nothing with the planner.
 from __future__ import annotations
 
 from evolve.model.plan import Plan
+from evolve.problems.htn.decomposition import Decomposition
 from evolve.problems.htn.domain import Domain
 from evolve.problems.htn.hddl import GOAL_OPERATOR, ROOT_TASK, VARIANT, split_name
-from evolve.problems.htn.planner import Decomposition
 from evolve.problems.htn.problem import GOAL_TASK
 
 

@@ -34,6 +34,7 @@ import numpy.typing as npt
 from numba import njit
 
 from evolve.problems.htn.domain import All, Domain, Has, Predicate, Unknown, Value
+from evolve.scheduling.kernel import heap_pop, heap_push
 
 IntArray = npt.NDArray[np.int64]
 INFINITE = 1 << 40
@@ -108,6 +109,9 @@ class RelaxedComposition:
         self.cost = np.array(cost, dtype=np.int64)
         self.pre_count = np.diff(self.pre_ptr)
         self.free = np.flatnonzero(self.pre_count == 0).astype(np.int64)
+        # every push is a start fact (once each) or an effect of a unit firing (once each: a
+        # unit fires when its last precondition settles, or at the start when it has none), so
+        # the queue never holds more than this; the kernels do not check it
         self.heap_size = int(self.eff_ptr[-1]) + len(facts) + 1
 
     def costs(self, state: Mapping[str, Value]) -> Costs:
@@ -161,14 +165,14 @@ def seed(start: IntArray, free: IntArray, eff_ptr: IntArray, eff_idx: IntArray, 
         f = start[i]
         if fact_cost[f] > 0:
             fact_cost[f] = 0
-            size = push(keys, items, size, 0, f)
+            size = heap_push(keys, items, size, 0, f)
     for i in range(free.shape[0]):
         u = free[i]
         for j in range(eff_ptr[u], eff_ptr[u + 1]):
             e = eff_idx[j]
             if cost[u] < fact_cost[e]:
                 fact_cost[e] = cost[u]
-                size = push(keys, items, size, cost[u], e)
+                size = heap_push(keys, items, size, cost[u], e)
     return size
 
 
@@ -187,9 +191,7 @@ def settle(targets: IntArray, fact_cost: IntArray, settled: npt.NDArray[np.bool_
             want[t] = True
             need += 1
     while size > 0 and need > 0:
-        c = keys[0]
-        f = items[0]
-        size = pop(keys, items, size)
+        c, f, size = heap_pop(keys, items, size)
         if settled[f] or c > fact_cost[f]:
             continue
         settled[f] = True
@@ -205,45 +207,7 @@ def settle(targets: IntArray, fact_cost: IntArray, settled: npt.NDArray[np.bool_
                     e = eff_idx[k]
                     if value < fact_cost[e]:
                         fact_cost[e] = value
-                        size = push(keys, items, size, value, e)
-    return size
-
-
-@njit(cache=True)  # type: ignore[misc]
-def push(keys: IntArray, items: IntArray, size: int, key: int, item: int) -> int:
-    if size == keys.shape[0]:  # more offers than edges cannot happen; grow defensively
-        return size
-    i = size
-    keys[i] = key
-    items[i] = item
-    while i > 0:
-        parent = (i - 1) // 2
-        if keys[parent] <= keys[i]:
-            break
-        keys[parent], keys[i] = keys[i], keys[parent]
-        items[parent], items[i] = items[i], items[parent]
-        i = parent
-    return size + 1
-
-
-@njit(cache=True)  # type: ignore[misc]
-def pop(keys: IntArray, items: IntArray, size: int) -> int:
-    size -= 1
-    keys[0] = keys[size]
-    items[0] = items[size]
-    i = 0
-    while True:
-        left = 2 * i + 1
-        if left >= size:
-            break
-        child = left
-        if left + 1 < size and keys[left + 1] < keys[left]:
-            child = left + 1
-        if keys[i] <= keys[child]:
-            break
-        keys[i], keys[child] = keys[child], keys[i]
-        items[i], items[child] = items[child], items[i]
-        i = child
+                        size = heap_push(keys, items, size, value, e)
     return size
 
 

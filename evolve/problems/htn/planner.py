@@ -15,31 +15,42 @@ cap that grows every cycle. A shallow limit finds short plans and stops a
 recursive method from wandering; a deep one finds the plans only deep nesting
 allows; neither can starve the other, and which one a domain needs need not be
 known. ``max_nodes`` bounds the nodes of one call over all its rounds. Every
-call ends: with a plan, or with :class:`NoPlan` saying which limit was hit (the
-depth, the nodes) or that the space is exhausted, and what blocked the deepest
-attempt.
+call ends: with a plan, or with a
+:class:`~evolve.problems.htn.decomposition.NoPlan` saying which limit was hit
+(the depth, the nodes) or that the space is exhausted, and what blocked the
+deepest attempt.
 
 The order in which alternatives are tried is the genome the search evolves: a
-:class:`Choice` per choice point (the method preferred at one occurrence of a
-compound task, the order of one unordered method's subtasks), keyed by the
-occurrence's path in the decomposition tree. A choice is a preference, not a
-command: when the preferred method fails the others are still tried, so every
-genome decodes to a plan whenever the domain has one. The stack is explicit, so
-deep plans never meet Python's recursion limit.
+:class:`~evolve.problems.htn.decomposition.Choice` per choice point (the method
+preferred at one occurrence of a compound task, the order of one unordered
+method's subtasks), keyed by the occurrence's path in the decomposition tree. A
+choice is a preference, not a command: when the preferred method fails the
+others are still tried, so every genome decodes to a plan whenever the domain
+has one. The stack is explicit, so deep plans never meet Python's recursion
+limit. The values the planner returns live in
+:mod:`evolve.problems.htn.decomposition`.
 """
 
 from __future__ import annotations
 
-import functools
 import heapq
 import itertools
 import json
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from evolve import defaults
+from evolve.problems.htn.decomposition import (
+    Choice,
+    ChoiceValue,
+    Chooser,
+    Decomposition,
+    NoPlan,
+    Outcome,
+    Step,
+)
 from evolve.problems.htn.domain import (
     All,
     Domain,
@@ -58,8 +69,8 @@ from evolve.problems.htn.domain import (
 )
 from evolve.problems.htn.fallback import DecompositionFallback, FallbackReply
 from evolve.problems.htn.heuristic import INFINITE, Costs, RelaxedComposition
+from evolve.problems.htn.nodes import Node, Pending, finished, network_key
 
-ChoiceValue = int | tuple[int, ...]
 Check = tuple[tuple[str, ...], tuple[str, ...]] | Literal[False]
 """A guard compiled by :func:`literals`: the keys it needs set and unset, or False (walk it)."""
 FIRST_DEPTH = 8
@@ -76,126 +87,6 @@ ANCHORED = 8
 STATE_CACHE = 16
 """States whose relaxed costs the best-first search keeps (most nodes only decompose, keeping
 their parent's state)."""
-
-
-@dataclass(frozen=True)
-class Choice:
-    """One decision: ``value`` is a method index (of ``options`` methods) or an order of
-    ``options`` subtasks. Keys: ``<path>`` for methods, ``<path>>method`` for orders."""
-
-    key: str
-    value: ChoiceValue
-    options: int
-
-
-Genome = tuple[Choice, ...]
-"""Choices sorted by key: hashable, comparable, and what a candidate's event shows."""
-
-
-@dataclass(frozen=True)
-class Step:
-    """One primitive task of the plan. ``trail`` is its place in the tree: for every method
-    above it, the method occurrence's key, whether its subtasks are ordered, and which subtask."""
-
-    operator: str
-    path: str
-    trail: tuple[tuple[str, bool, int], ...] = ()
-
-
-@dataclass(frozen=True)
-class Decomposition:
-    """A plan: the primitive steps in order, the choices that made it and the final state.
-    ``methods`` is every method applied, in order, as (path of its task, task, method): the
-    decomposition tree, empty methods included."""
-
-    steps: tuple[Step, ...]
-    genome: Genome
-    state: Mapping[str, Value]
-    nodes: int
-    methods: tuple[tuple[str, str, str], ...] = ()
-    limit: int = 0
-    """The depth limit of the round that found it."""
-
-
-@dataclass(frozen=True)
-class NoPlan:
-    """No plan: ``reason`` is ``no-plan`` (the space is exhausted: there is none), ``depth``
-    (none within max_depth, which cut the search) or ``budget`` (max_nodes ran out first);
-    ``blocked`` names what stopped the deepest attempt and ``limit`` the limit's value."""
-
-    reason: str
-    blocked: str
-    nodes: int
-    limit: int = 0
-
-    def __str__(self) -> str:
-        if self.reason == "budget":
-            return (f"no plan within max_nodes {self.limit} (the node budget ran out; raise "
-                    f"--max-nodes); deepest attempt: {self.blocked}")
-        if self.reason == "depth":
-            return (f"no plan within max_depth {self.limit} (the depth limit cut the search; raise "
-                    f"--max-depth); deepest attempt: {self.blocked}")
-        return f"no plan: {self.blocked}"
-
-    @property
-    def exhausted(self) -> bool:
-        """Whether a limit ended the search (so a plan may still exist)."""
-        return self.reason != "no-plan"
-
-
-Outcome = Decomposition | NoPlan
-
-
-class Chooser(Protocol):
-    """Decides the choice points a genome leaves open (e.g. at random, for new individuals)."""
-
-    def method(self, key: str, options: int) -> int: ...
-    def order(self, key: str, size: int) -> tuple[int, ...]: ...
-
-
-@dataclass(frozen=True)
-class Pending:
-    """A task still to do (a linked list: pushing subtasks shares the rest)."""
-
-    name: str
-    path: str
-    depth: int
-    trail: tuple[tuple[str, bool, int], ...]
-    rest: Pending | None
-
-    @functools.cached_property
-    def network(self) -> tuple[tuple[str, ...], tuple[int, ...]]:
-        """The names and depths of this task and all after it (made once per task, from the
-        first one after it already made: no recursion, however long the list)."""
-        fresh: list[Pending] = []
-        task: Pending | None = self
-        while task is not None and "network" not in task.__dict__:
-            fresh.append(task)
-            task = task.rest
-        names, depths = task.network if task is not None else ((), ())
-        for item in reversed(fresh):
-            names, depths = (item.name, *names), (item.depth, *depths)
-            item.__dict__["network"] = (names, depths)
-        return names, depths
-
-
-Applied = tuple[tuple[str, str, str], "Applied"] | None
-"""The methods applied so far, newest first (a linked list, so a node extends it in O(1))."""
-
-
-@dataclass(frozen=True)
-class Node:
-    pending: Pending | None
-    state: Mapping[str, Value]
-    steps: tuple[Step, ...]
-    choices: tuple[Choice, ...]
-    applied: Applied = None
-
-
-def network_key(node: Node) -> tuple[tuple[object, tuple[str, ...]], tuple[int, ...]]:
-    """What a node is for pruning (its state and remaining tasks) and its tasks' depths."""
-    names, depths = node.pending.network if node.pending is not None else ((), ())
-    return (frozenset(node.state.items()), names), depths
 
 
 def literals(pred: Predicate) -> Check:
@@ -215,14 +106,6 @@ def literals(pred: Predicate) -> Check:
         else:
             return False
     return tuple(positive), tuple(negative)
-
-
-def unlink(applied: Applied) -> tuple[tuple[str, str, str], ...]:
-    out = []
-    while applied is not None:
-        out.append(applied[0])
-        applied = applied[1]
-    return tuple(reversed(out))
 
 
 @dataclass
@@ -337,9 +220,7 @@ class Planner:
                 chooser: Chooser | None, use_fallback: bool, limit: int, budget: int) -> Outcome:
         """Depth-first search with compound tasks nested at most ``limit`` deep, at most
         ``budget`` nodes, and a node dominated by one seen before not searched again."""
-        self.deepest = (-1, "")
-        self.limit = limit
-        self.cut = False
+        self.reset(limit)
         seen: dict[tuple[object, tuple[str, ...]], tuple[int, ...]] = {}
         stack: list[Iterator[Node]] = [iter([Node(root, state, (), ())])]
         nodes = 0
@@ -350,10 +231,9 @@ class Planner:
                 continue
             nodes += 1
             if node.pending is None:
-                genome = tuple(sorted({c.key: c for c in node.choices}.values(), key=lambda c: c.key))
-                return Decomposition(node.steps, genome, node.state, nodes, unlink(node.applied))
+                return finished(node, nodes)
             if nodes >= budget:
-                return NoPlan("budget", self.deepest[1] or "nothing tried", nodes, self.domain.max_nodes)
+                return self.out_of_budget(nodes)
             key, depths = network_key(node)
             before = seen.get(key)
             if before is not None and len(before) == len(depths) and \
@@ -363,9 +243,7 @@ class Planner:
                 continue  # met before with at least as much depth left: nothing new below
             seen[key] = depths
             stack.append(self.expand(node, prefs, chooser, use_fallback))
-        if self.cut:
-            return NoPlan("depth", self.deepest[1] or "nothing tried", nodes, self.domain.max_depth)
-        return NoPlan("no-plan", self.deepest[1] or f"nothing decomposes {self.domain.goal!r}", nodes)
+        return self.exhausted(nodes)
 
     def best_first(self, root: Pending | None, state: State, budget: int) -> Outcome:
         """Greedy best-first search on the relaxed composition's estimate (see
@@ -374,9 +252,7 @@ class Planner:
         followed down at once); a node whose estimate is infinite can never finish and is
         dropped, and a state and task network met before is not expanded again."""
         relaxation = self.relaxation()
-        self.deepest = (-1, "")
-        self.limit = self.domain.max_depth
-        self.cut = False
+        self.reset(self.domain.max_depth)
         by_state: OrderedDict[frozenset[tuple[str, Value]], Costs] = OrderedDict()
 
         def estimate(node: Node, facts: frozenset[tuple[str, Value]]) -> int:
@@ -401,10 +277,9 @@ class Planner:
             _, _, node = heapq.heappop(queue)
             nodes += 1
             if node.pending is None:
-                genome = tuple(sorted({c.key: c for c in node.choices}.values(), key=lambda c: c.key))
-                return Decomposition(node.steps, genome, node.state, nodes, unlink(node.applied))
+                return finished(node, nodes)
             if nodes >= budget:
-                return NoPlan("budget", self.deepest[1] or "nothing tried", nodes, self.domain.max_nodes)
+                return self.out_of_budget(nodes)
             facts = frozenset(node.state.items())
             key = (facts, node.pending.network[0])
             if key in seen:
@@ -419,6 +294,22 @@ class Planner:
                     continue
                 tie -= 1
                 heapq.heappush(queue, (value, tie, child))
+        return self.exhausted(nodes)
+
+    def reset(self, limit: int) -> None:
+        """Start a search (:meth:`bounded`, :meth:`best_first`): nothing tried yet, compound
+        tasks nested at most ``limit`` deep, the depth not cut."""
+        self.deepest = (-1, "")
+        self.limit = limit
+        self.cut = False
+
+    def out_of_budget(self, nodes: int) -> NoPlan:
+        """The outcome of a search that spent its node budget (``nodes``) before finishing."""
+        return NoPlan("budget", self.deepest[1] or "nothing tried", nodes, self.domain.max_nodes)
+
+    def exhausted(self, nodes: int) -> NoPlan:
+        """The outcome of a search whose open nodes ran out after ``nodes``: ``depth`` when the
+        depth limit cut a branch (a plan may lie deeper), else ``no-plan``."""
         if self.cut:
             return NoPlan("depth", self.deepest[1] or "nothing tried", nodes, self.domain.max_depth)
         return NoPlan("no-plan", self.deepest[1] or f"nothing decomposes {self.domain.goal!r}", nodes)
@@ -644,17 +535,3 @@ def regress(domain: Domain, steps: Sequence[Step], state: State) -> Predicate:
                 tests.setdefault(atom, atom if value else Not(atom))
         written.update(operator.effects.writes())
     return All(tuple(tests.values()))
-
-
-def replay(domain: Domain, steps: Sequence[Step], state: State | None = None) -> list[str]:
-    """Every precondition that fails when ``steps`` are applied in order (empty: the plan is
-    sound). The test oracle of soundness, and what ``validate-domain`` trusts."""
-    current: dict[str, Value] = dict(domain.state if state is None else state)
-    faults = []
-    for i, step in enumerate(steps):
-        operator = domain.operators[step.operator]
-        if not holds(operator.pre, current):
-            failing = first_failing(operator.pre, current)
-            faults.append(f"step {i + 1} ({operator.name}) needs {show(failing or operator.pre)}")
-        current = operator.effects.apply(current)
-    return faults

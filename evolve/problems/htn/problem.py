@@ -20,8 +20,8 @@ from pathlib import Path
 
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import RISKS, Problem, Risk, Tool
+from evolve.problems.htn.decomposition import Decomposition, Step
 from evolve.problems.htn.domain import Domain, Operator, positive_keys, read_keys
-from evolve.problems.htn.planner import Decomposition, Step
 from evolve.problems.htn.reader import domain_from_dict, read_domain
 
 GOAL_TASK = "goal"

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from evolve import defaults
+from evolve.problems.htn.decomposition import NoPlan, replay
 from evolve.problems.htn.domain import Domain, Eq, Scalar, atoms, holds
-from evolve.problems.htn.planner import NoPlan, Planner, replay
+from evolve.problems.htn.planner import Planner
 
 UNSET = object()
 
