@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from test_htn_argfill import DOMAIN as ARGFILL_DOMAIN
 
 from evolve.agent import PlanExecuteAgent, PlannerReplanner
 from evolve.cli.main import cli
@@ -190,19 +191,7 @@ def test_a_crash_after_a_model_replan_and_a_resume_spend_the_budget_once(
 
 # --- argument fills ---------------------------------------------------------------------------
 
-NOTE = {"name": "note", "htn": {
-    "state": {"red": True},
-    "goal": "heal",
-    "operators": {
-        "fix": {"tool": "repo.fix", "duration": 1, "pre": [{"has": "red"}],
-                "effects": {"set": {"strategy": "strip-then-append"}, "unset": ["red"]}},
-        "report": {"tool": "pr.comment", "duration": 1, "pre": [{"not": {"has": "red"}}],
-                   "prompt": "The test was healed by {{strategy}}. Write one sentence for the PR.",
-                   "args": {"comment": "string"}, "effects": {"set": {"reported": True}}},
-    },
-    "methods": {"heal_m": {"task": "heal", "subtasks": ["fix", "report"]}},
-    "tasks": {"heal": {"achieves": [{"has": "reported"}]}},
-}}
+NOTE = ARGFILL_DOMAIN  # the argument-fill tests' domain: one prompted operator
 NOTE_TOOLS: dict[str, ToolFn] = {"fix": lambda inputs, call: {}, "report": lambda inputs, call: {}}
 
 

@@ -120,6 +120,12 @@ def decode(tables, choice, task_of, order, color):  # type: ignore[no-untyped-de
 
 
 @njit(cache=True, nogil=True)  # type: ignore[misc]
+def decode_buffers(nt):  # type: ignore[no-untyped-def]
+    """``(task_of, order, color)``: the scratch arrays :func:`decode` fills, one slot per tool."""
+    return np.empty(nt, dtype=np.int64), np.empty(nt, dtype=np.int64), np.empty(nt, dtype=np.int64)
+
+
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def decode_into(tables, choice, task_of, order, color, stack_t, stack_q, prev):  # type: ignore[no-untyped-def]
     """:func:`decode` (the DFS both share) for a caller that decodes many choices into the
     same scratch arrays.
@@ -465,9 +471,7 @@ def hill_climb(tables, choice, rng, max_evals, probe, near, bound=True):  # type
      max_tasks) = tables
     nt = dur.shape[0]
     nf = initial.shape[0]
-    task_of = np.empty(nt, dtype=np.int64)
-    order = np.empty(nt, dtype=np.int64)
-    color = np.empty(nt, dtype=np.int64)
+    task_of, order, color = decode_buffers(nt)
     ms, n = score(tables, choice, task_of, order, color)
     evals = 1
     if probe > 0 and ms < INFEASIBLE:
@@ -541,9 +545,7 @@ def priority_climb(tables, choice, rng, max_evals):  # type: ignore[no-untyped-d
     (dur, need, cap, in_ptr, in_idx, out_ptr, out_idx, prod_ptr, prod_idx, initial, criteria,
      max_tasks) = tables
     nt = dur.shape[0]
-    task_of = np.empty(nt, dtype=np.int64)
-    order = np.empty(nt, dtype=np.int64)
-    color = np.empty(nt, dtype=np.int64)
+    task_of, order, color = decode_buffers(nt)
     ms, n, best = schedule_choice(tables, choice, task_of, order, color, JUSTIFY_ROUNDS)
     if n < 2:
         return ms, best
@@ -640,9 +642,7 @@ def work_anneal(tables, choice, rng, max_evals, t_start, t_end, refresh, floor):
      max_tasks) = tables
     nt = dur.shape[0]
     nf = initial.shape[0]
-    task_of = np.empty(nt, dtype=np.int64)
-    order = np.empty(nt, dtype=np.int64)
-    color = np.empty(nt, dtype=np.int64)
+    task_of, order, color = decode_buffers(nt)
     stack_t = np.empty(nt + 1, dtype=np.int64)
     stack_q = np.empty(nt + 1, dtype=np.int64)
     finish = np.empty(nt, dtype=np.float64)
