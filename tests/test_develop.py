@@ -103,6 +103,17 @@ def test_thread_safe_operators_are_developed_in_threads_and_nothing_changes(
     assert evaluator.parallel is None  # no worker process was started for them
 
 
+def test_only_operators_marked_thread_safe_run_in_threads(problem: Problem, tmp_path: Path) -> None:
+    """A set is run in threads only when its own initializer and improver say they may be:
+    replacing one with a function of one's own turns threads off, without anyone asking."""
+    ops = default_operators(problem)
+    assert ops.threads
+    assert not replace(ops, improve=Recorded(ops.improve, str(tmp_path))).threads
+    assert not replace(ops, initial=Recorded(ops.initial, str(tmp_path))).threads
+    assert replace(ops, improve=None).threads  # the marked initializer alone
+    assert not OperatorSet(mutations=()).threads  # the plain-Python constructor
+
+
 @pytest.mark.parametrize("module", [toolchoice_kernels, fitness_compiled, scheduling_compiled,
                                     scheduling_kernel, plan_arrays, graph_kernels])
 def test_the_kernels_a_development_runs_release_the_gil(module: Any) -> None:

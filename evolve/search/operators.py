@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -340,6 +341,19 @@ Initializer = Callable[[Problem, np.random.Generator], Plan]
 Improver = Callable[[Problem, Plan, np.random.Generator], "Plan | None"]
 
 
+Marked = TypeVar("Marked", bound=Callable[..., object])
+
+
+def thread_safe(fn: Marked) -> Marked:
+    """Mark an initializer or improver as safe to run side by side in threads of one process:
+    it shares no mutable state and spends its time in compiled kernels that release the GIL
+    (the tool-choice search), so threads spread it over the cores without the start, imports
+    and shipping a worker process costs. Plain-Python operators gain nothing from threads and
+    may not be safe in them, so nothing is marked by default."""
+    fn.thread_safe = True  # type: ignore[attr-defined]
+    return fn
+
+
 @dataclass(frozen=True)
 class OperatorSet:
     """The operators a search draws from, with their relative weights, how the first
@@ -351,12 +365,15 @@ class OperatorSet:
     crossover_rate: float = defaults.CROSSOVER_RATE
     initial: Initializer = construct
     improve: Improver | None = None
-    threads: bool = False
-    """Whether ``initial`` and ``improve`` may run side by side in threads of one process:
-    they share no mutable state and spend their time in compiled kernels that release the
-    GIL (the tool-choice search), so threads spread them over the cores without the start,
-    imports and shipping a worker process costs. Plain-Python operators gain nothing from
-    threads and may not be safe in them: ``False``."""
+
+    @property
+    def threads(self) -> bool:
+        """Whether ``initial`` and ``improve`` may run side by side in threads of one process:
+        both marked :func:`thread_safe`. Read from the operators themselves, not set on the
+        set, so replacing one with a function of one's own (``dataclasses.replace(ops,
+        improve=mine)``) never sends the new one into threads unasked."""
+        return all(getattr(fn, "thread_safe", False) is True
+                   for fn in (self.initial, self.improve) if fn is not None)
 
 
 STRUCTURAL = OperatorSet(

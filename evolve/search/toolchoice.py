@@ -27,6 +27,7 @@ from evolve.model.compiled import CompiledProblem, compile_problem, csr
 from evolve.model.plan import Plan, Task, parse_ref
 from evolve.model.problem import Problem
 from evolve.search import toolchoice_kernels as k
+from evolve.search.operators import thread_safe
 
 FINAL_ROUNDS = 5
 """Forward-backward passes for the schedule a decoded plan's priority is read from."""
@@ -260,6 +261,7 @@ class ToolChoice:
 
     # -- as operators ------------------------------------------------------------------------
 
+    @thread_safe
     def greedy_initial(self, problem: Problem, rng: np.random.Generator) -> Plan:
         """A greedy plan, rule and jitter drawn from the stream; hill-climbed three times in
         four (climbs from different starts often meet in one optimum: the unclimbed quarter
@@ -299,6 +301,7 @@ class ToolChoice:
             choice[f] = int(options[int(rng.integers(len(options)))])
         return self.plan_of(choice)
 
+    @thread_safe
     def improve(self, problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
         """``plan``'s producer choice, hill-climbed (or, on problems whose first plans are
         annealed, annealed short and cool on its work half the time: the climb keeps the
