@@ -143,7 +143,7 @@ def test_critical_length_is_the_longest_dependency_path(tools: int, seed: int) -
     if plan is None:
         return
     nt = len(search.compiled.tools)
-    task_of, order, color = (np.empty(nt, dtype=np.int64) for _ in range(3))
+    task_of, order, color = k.decode_buffers(nt)
     n = k.decode(search.tables, choice, task_of, order, color)
     length = k.critical_length(search.tables, choice, task_of, order, n, np.empty(nt))
     assert abs(length - plan_floor(problem, plan)[1]) <= 1e-6 * max(1.0, length)
@@ -158,7 +158,7 @@ def test_refreshing_the_dormant_facts_keeps_the_plan(tools: int, seed: int) -> N
     choice = search.greedy("bottleneck", np.random.default_rng(seed), 1.0)
     before = search.plan_of(choice)
     nt, nf = len(search.compiled.tools), len(choice)
-    task_of, order, color = (np.empty(nt, dtype=np.int64) for _ in range(3))
+    task_of, order, color = k.decode_buffers(nt)
     if k.decode(search.tables, choice, task_of, order, color) < 0:
         return
     needed, facts = np.zeros(nf, dtype=np.bool_), np.empty(nf, dtype=np.int64)

@@ -187,8 +187,8 @@ class Evaluator:
     Given the search's ``development`` (its initializer and improver), it is also the
     search's :class:`~evolve.search.develop.Developer`: children are improved where they
     are scored, in the same trip. Operators that may run in threads (the tool-choice search,
-    whose kernels release the GIL) are developed in ``jobs`` threads of this process on the
-    local backends: no worker start, no shipping, every core busy from the first
+    whose kernels release the GIL) are developed in ``jobs + 1`` threads of this process on
+    the local backends (see :meth:`thread_pool`): no worker start, no shipping, every core busy from the first
     generation on. Others go where scoring would: here or the pool, whichever measured
     cheaper, and always the pool of a cluster backend (Dask, Ray).
     """

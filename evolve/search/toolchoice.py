@@ -97,9 +97,8 @@ class ToolChoice:
         self.fact_id, self.tool_id = self.compiled.fact_id, self.compiled.tool_id
         self.tables = kernel_tables(self.compiled)
         nt = len(self.compiled.tools)
-        scratch = [np.empty(nt, dtype=np.int64) for _ in range(3)]
         self.base = self.greedy("earliest_finish")
-        size = int(k.decode(self.tables, self.base, *scratch))
+        size = int(k.decode(self.tables, self.base, *k.decode_buffers(nt)))
         if size > defaults.CHOICE_PROBE_MAX_TASKS:
             self.probe = 0
         limited = bool(np.any(np.isfinite(self.compiled.cap) & (self.compiled.cap > 0)))
@@ -140,9 +139,7 @@ class ToolChoice:
         """
         cp = self.compiled
         nt = len(cp.tools)
-        task_of = np.empty(nt, dtype=np.int64)
-        order = np.empty(nt, dtype=np.int64)
-        color = np.empty(nt, dtype=np.int64)
+        task_of, order, color = k.decode_buffers(nt)
         criteria = [int(f) for f in cp.criteria]
         approval = len(cp.facts)  # the choice's entry for the approver of the plan's writes
         while True:
@@ -229,9 +226,7 @@ class ToolChoice:
         scheduling order; ``None`` when it decodes to no plan (a cycle, a fact without producer)."""
         cp = self.compiled
         nt = len(cp.tools)
-        task_of = np.empty(nt, dtype=np.int64)
-        order = np.empty(nt, dtype=np.int64)
-        color = np.empty(nt, dtype=np.int64)
+        task_of, order, color = k.decode_buffers(nt)
         n = int(k.decode(self.tables, choice, task_of, order, color))
         if n < 0:
             return None
