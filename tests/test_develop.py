@@ -40,15 +40,15 @@ def problem() -> Problem:
 
 
 def run(problem: Problem, operators: OperatorSet, *, jobs: int, backend: str = "loky",
-        force_pool: bool = True, threads: bool = False) -> tuple[list[dict[str, Any]], Evaluator]:
-    """The events of a search whose evaluator also develops its children (in threads when
-    ``threads`` says the operators may run there)."""
+        force_pool: bool = True) -> tuple[list[dict[str, Any]], Evaluator]:
+    """The events of a search whose evaluator also develops its children (in threads when the
+    operators are marked safe there)."""
     fitnesses = resolve_all(OBJECTIVES)
     events: list[dict[str, Any]] = []
     evaluator = Evaluator(problem, fitnesses, jobs=jobs, backend=backend,
                           min_parallel_seconds=0.0 if force_pool else 1.0,
                           pool_after_seconds=0.0 if force_pool else 60.0,
-                          development=Development(operators.initial, operators.improve, threads))
+                          development=Development(operators.initial, operators.improve))
     with evaluator:
         Search(problem, operators=operators, evaluator=evaluator, ranking=Ranking.of(fitnesses),
                options=OPTIONS, on_event=events.append, developer=evaluator).run()
@@ -95,7 +95,8 @@ def test_thread_safe_operators_are_developed_in_threads_and_nothing_changes(
     expected = baseline(problem, traced)
     for mark in tmp_path.iterdir():
         mark.unlink()
-    got, evaluator = run(problem, traced, jobs=2, threads=True)
+    assert traced.threads
+    got, evaluator = run(problem, traced, jobs=2)
     assert got == expected
     marks = {p.name for p in tmp_path.iterdir()}
     assert all(m.startswith(f"{os.getpid()}-evolve-develop") for m in marks), marks
@@ -150,11 +151,14 @@ def test_dask_cluster_develops_the_same_children(problem: Problem) -> None:
     assert got == baseline(problem, ops)
 
 
-def test_development_continues_the_childs_random_stream(problem: Problem) -> None:
+def test_development_continues_the_childs_random_stream(problem: Problem, tmp_path: Path) -> None:
     """The stream comes back as the improver left it: drawing on after a development in a
-    worker gives what drawing on after the same development here gives."""
+    worker gives what drawing on after the same development here gives (the operators wrapped
+    unmarked, so they go to the workers, not to threads)."""
     ops = default_operators(problem)
-    development = Development(ops.initial, ops.improve)
+    assert ops.improve is not None
+    development = Development(Recorded(ops.initial, str(tmp_path)), Recorded(ops.improve, str(tmp_path)))
+    assert not development.threads
     plan = ops.initial(problem, child_rng(9, 0, 0))
     here = develop(problem, development, Work(child_rng(9, 1, 0), plan))
     fitnesses = resolve_all(OBJECTIVES)
@@ -166,3 +170,4 @@ def test_development_continues_the_childs_random_stream(problem: Problem) -> Non
     assert there.rng.random() == here.rng.random()
     assert there.evaluation is not None  # trusted objectives: scored in the same trip
     assert InProcess(problem, development).develop([Work(child_rng(9, 1, 0), plan)])[0].plan == here.plan
+    assert {int(p.name) for p in tmp_path.iterdir()} - {os.getpid()}, "nothing was developed in a worker"

@@ -180,8 +180,7 @@ def run_search(
                       scheduler_address=options.scheduler_address,
                       eval_timeout=options.eval_timeout, isolate=options.isolate,
                       development=(None if htn or activity_ga
-                                   else Development(operators.initial, operators.improve,
-                                                    operators.threads))) as evaluator:
+                                   else Development(operators.initial, operators.improve))) as evaluator:
 
         def save_checkpoint(search: Algorithm, last: bool = False) -> None:
             # the last generation always: a finished run continues from it with a larger budget

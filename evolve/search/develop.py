@@ -27,18 +27,21 @@ from evolve.fitness.base import Fitness
 from evolve.fitness.evaluation import Evaluation, evaluate_plan
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
-from evolve.search.operators import Improver, Initializer
+from evolve.search.operators import Improver, Initializer, runs_in_threads
 
 
 @dataclass(frozen=True)
 class Development:
-    """What a worker needs to develop children: sent once per worker, with the problem.
-    ``threads``: the operators may run in threads side by side (see
-    :attr:`~evolve.search.operators.OperatorSet.threads`)."""
+    """What a worker needs to develop children: sent once per worker, with the problem."""
 
     initial: Initializer
     improve: Improver | None
-    threads: bool = False
+
+    @property
+    def threads(self) -> bool:
+        """Whether the operators may run in threads side by side (see
+        :func:`~evolve.search.operators.runs_in_threads`)."""
+        return runs_in_threads(self.initial, self.improve)
 
 
 @dataclass(frozen=True)

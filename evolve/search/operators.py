@@ -354,6 +354,13 @@ def thread_safe(fn: Marked) -> Marked:
     return fn
 
 
+def runs_in_threads(initial: Initializer, improve: Improver | None) -> bool:
+    """Whether an initializer and an improver (if any) may run side by side in threads: both
+    marked :func:`thread_safe`. Read from the operators themselves, so replacing one with a
+    function of one's own never sends the new one into threads unasked."""
+    return all(getattr(fn, "thread_safe", False) is True for fn in (initial, improve) if fn is not None)
+
+
 @dataclass(frozen=True)
 class OperatorSet:
     """The operators a search draws from, with their relative weights, how the first
@@ -368,12 +375,9 @@ class OperatorSet:
 
     @property
     def threads(self) -> bool:
-        """Whether ``initial`` and ``improve`` may run side by side in threads of one process:
-        both marked :func:`thread_safe`. Read from the operators themselves, not set on the
-        set, so replacing one with a function of one's own (``dataclasses.replace(ops,
-        improve=mine)``) never sends the new one into threads unasked."""
-        return all(getattr(fn, "thread_safe", False) is True
-                   for fn in (self.initial, self.improve) if fn is not None)
+        """Whether ``initial`` and ``improve`` may run side by side in threads of one process
+        (see :func:`runs_in_threads`; ``dataclasses.replace(ops, improve=mine)`` turns it off)."""
+        return runs_in_threads(self.initial, self.improve)
 
 
 STRUCTURAL = OperatorSet(

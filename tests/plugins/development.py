@@ -35,7 +35,10 @@ class DiesInWorkers:
 
 
 class ThreadRecorded:
-    """Runs ``fn`` and leaves a file named by the process id and the thread it ran in."""
+    """Runs ``fn`` and leaves a file named by the process id and the thread it ran in; as
+    safe in threads as ``fn`` (each call touches a file of its own name), so marked so."""
+
+    thread_safe = True
 
     def __init__(self, fn: Any, folder: str) -> None:
         self.fn, self.folder = fn, folder
