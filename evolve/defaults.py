@@ -51,7 +51,7 @@ CHOICE_PROBE_MAX_TASKS = 40
 misses (e.g. 3468 instead of 3714 at 40 facts), above it costs more time than it wins."""
 ANNEAL_MIN_TASKS = 40
 """First plans of problems whose greedy plan has more tasks than this are annealed on their work
-(see ``work_anneal`` in evolve.search.toolchoice_kernels) instead of climbed on their schedule."""
+(see ``work_anneal`` in evolve.search.anneal_kernels) instead of climbed on their schedule."""
 ANNEAL_EVALS = 200_000
 """Moves (a decode each) one annealing of a first plan may try..."""
 ANNEAL_TASK_MOVES = 1000

@@ -23,7 +23,7 @@ from evolve.problems.synthetic import generate_problem
 from evolve.run.evaluator import Evaluator
 from evolve.scheduling import compiled as scheduling_compiled
 from evolve.scheduling import kernel as scheduling_kernel
-from evolve.search import toolchoice_kernels
+from evolve.search import anneal_kernels, toolchoice_kernels
 from evolve.search.develop import Development, InProcess, Work, develop
 from evolve.search.loop import Search, child_rng
 from evolve.search.operators import OperatorSet
@@ -115,7 +115,7 @@ def test_only_operators_marked_thread_safe_run_in_threads(problem: Problem, tmp_
     assert not OperatorSet(mutations=()).threads  # the plain-Python constructor
 
 
-@pytest.mark.parametrize("module", [toolchoice_kernels, fitness_compiled, scheduling_compiled,
+@pytest.mark.parametrize("module", [toolchoice_kernels, anneal_kernels, fitness_compiled, scheduling_compiled,
                                     scheduling_kernel, plan_arrays, graph_kernels])
 def test_the_kernels_a_development_runs_release_the_gil(module: Any) -> None:
     """Threads only spread the climbs (and the scoring of what they made) if the kernels they

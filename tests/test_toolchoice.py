@@ -14,6 +14,7 @@ from evolve.fitness.strategies import problems
 from evolve.model.coverage import contributing_tasks, covered_criteria
 from evolve.model.graph import longest_tails, successors, topological_order
 from evolve.problems.synthetic import generate_problem, reachable_facts
+from evolve.search import anneal_kernels
 from evolve.search import toolchoice_kernels as k
 from evolve.search.toolchoice import GREEDY_RULES, ToolChoice
 
@@ -118,8 +119,8 @@ def test_annealing_keeps_plans_sound_never_worse_and_says_their_floor(problem: P
     if before is None:
         return
     work0, path0 = plan_floor(problem, before)
-    value, n, evals = k.work_anneal(search.tables, choice, np.random.default_rng(seed), 300, 1.5, 0.05, 3,
-                                    floor)
+    value, n, evals = anneal_kernels.work_anneal(search.tables, choice, np.random.default_rng(seed),
+                                                 300, 1.5, 0.05, 3, floor)
     after = search.plan_of(choice)
     assert after is not None
     check_sound(problem, after)
@@ -129,7 +130,7 @@ def test_annealing_keeps_plans_sound_never_worse_and_says_their_floor(problem: P
     assert abs(value - expected) <= 1e-6 * max(1.0, expected)
     assert expected <= (max(work0, path0) if floor else work0) + 1e-6
     again = search.greedy("earliest_finish")
-    k.work_anneal(search.tables, again, np.random.default_rng(seed), 300, 1.5, 0.05, 3, floor)
+    anneal_kernels.work_anneal(search.tables, again, np.random.default_rng(seed), 300, 1.5, 0.05, 3, floor)
     assert again.tolist() == choice.tolist()
 
 
@@ -145,7 +146,7 @@ def test_critical_length_is_the_longest_dependency_path(tools: int, seed: int) -
     nt = len(search.compiled.tools)
     task_of, order, color = k.decode_buffers(nt)
     n = k.decode(search.tables, choice, task_of, order, color)
-    length = k.critical_length(search.tables, choice, task_of, order, n, np.empty(nt))
+    length = anneal_kernels.critical_length(search.tables, choice, task_of, order, n, np.empty(nt))
     assert abs(length - plan_floor(problem, plan)[1]) <= 1e-6 * max(1.0, length)
 
 
@@ -163,7 +164,7 @@ def test_refreshing_the_dormant_facts_keeps_the_plan(tools: int, seed: int) -> N
         return
     needed, facts = np.zeros(nf, dtype=np.bool_), np.empty(nf, dtype=np.int64)
     k.needed_facts(search.tables, task_of, needed, facts)
-    k.refresh_dormant(search.tables, choice, task_of, needed, np.empty(nt))
+    anneal_kernels.refresh_dormant(search.tables, choice, task_of, needed, np.empty(nt))
     assert search.plan_of(choice) == before
 
 

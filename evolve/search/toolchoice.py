@@ -26,6 +26,7 @@ from evolve import defaults
 from evolve.model.compiled import CompiledProblem, compile_problem, csr
 from evolve.model.plan import Plan, Task, parse_ref
 from evolve.model.problem import Problem
+from evolve.search import anneal_kernels
 from evolve.search import toolchoice_kernels as k
 from evolve.search.operators import thread_safe
 
@@ -209,10 +210,10 @@ class ToolChoice:
     def anneal(self, choice: Any, rng: np.random.Generator, evals: int | None = None,
                start: float = defaults.ANNEAL_START) -> tuple[float, int]:
         """Anneal ``choice`` in place on its work (see
-        :func:`~evolve.search.toolchoice_kernels.work_anneal`) for ``evals`` moves (default
+        :func:`~evolve.search.anneal_kernels.work_anneal`) for ``evals`` moves (default
         ``anneal_evals``) from temperature ``start``; ``(floor, tasks)`` of the result."""
         moves = self.anneal_evals if evals is None else min(evals, self.anneal_evals)
-        floor, n, _ = k.work_anneal(self.tables, choice, rng, moves, start, defaults.ANNEAL_END,
+        floor, n, _ = anneal_kernels.work_anneal(self.tables, choice, rng, moves, start, defaults.ANNEAL_END,
                                     defaults.ANNEAL_REFRESH, defaults.ANNEAL_FLOOR)
         return float(floor), int(n)
 
