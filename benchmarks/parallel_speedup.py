@@ -13,6 +13,11 @@ speedup of each against one job; and whether the events and the best plan are
 byte-identical to the one-job run (they must be). The median over ``--repeat``
 runs is printed.
 
+Last, the ceiling of this machine for such work: the annealing kernel alone (most of a
+child's development on these problems, no Python around it, GIL released) on four greedy
+choices of the largest problem, one after the other and then in two threads. What threads
+cannot beat is that figure, less the search's own serial Python.
+
 What runs side by side is each child's development: the tool-choice climb, the
 priority search and the evaluation of what they made (see
 ``evolve/search/develop.py``). At ``--jobs 2`` on loky it runs in two threads of
@@ -32,8 +37,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 HERE = Path(__file__).resolve().parent
@@ -59,6 +66,29 @@ def run_once(problem: Path, seed: int, jobs: int, backend: str) -> tuple[float, 
         best.pop("schedule", None)
         plan = hashlib.sha256(json.dumps(best, sort_keys=True).encode()).hexdigest()
     return float(summary["seconds"]), wall, events, plan
+
+
+def kernel_ceiling(problem: Path, seed: int, count: int = 4) -> tuple[float, float]:
+    """(seconds of ``count`` work annealings one after the other, seconds of the same in two
+    threads) on greedy choices of ``problem``; the kernel is compiled before either clock."""
+    from evolve.model.files import read_problem
+    from evolve.search.toolchoice import ToolChoice
+
+    choice = ToolChoice(read_problem(problem))
+
+    def anneal(index: int) -> None:
+        rng = np.random.default_rng([seed, index])
+        choice.anneal(choice.greedy("least_work", rng, 0.3), rng)
+
+    choice.anneal(choice.greedy("least_work"), np.random.default_rng(seed), evals=10)
+    began = time.perf_counter()
+    for index in range(count):
+        anneal(index)
+    serial = time.perf_counter() - began
+    with ThreadPoolExecutor(2) as threads:
+        began = time.perf_counter()
+        list(threads.map(anneal, range(count)))
+        return serial, time.perf_counter() - began
 
 
 def main() -> None:
@@ -100,6 +130,10 @@ def main() -> None:
                 print(f"{count_facts(doc):>6} {len(doc['tools']):>6} {label:<10} {search:>9.2f} "
                       f"{wall:>7.2f} {base[0] / search:>7.2f}x {base[1] / wall:>6.2f}x  {same}",
                       flush=True)
+        largest = max(int(f) for f in args.facts.split(","))
+        serial, threaded = kernel_ceiling(Path(tmp) / f"facts{largest}.yaml", args.seed)
+        print(f"ceiling ({largest} facts): the annealing kernel alone, 4 runs, one after the other "
+              f"{serial:.2f} s, in two threads {threaded:.2f} s: {serial / threaded:.2f}x")
 
 
 if __name__ == "__main__":
