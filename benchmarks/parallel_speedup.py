@@ -11,7 +11,8 @@ command, for one job, two loky workers and a Dask ``LocalCluster`` of two
 workers (whose start, before the search, shows in the wall time only); the
 speedup of each against one job; and whether the events and the best plan are
 byte-identical to the one-job run (they must be). The median over ``--repeat``
-runs is printed.
+runs is printed; the configurations take turns (one run of each, then again), so that a
+machine whose speed drifts during the benchmark slows them alike.
 
 Last, the ceiling of this machine for such work: the annealing kernel alone (most of a
 child's development on these problems, no Python around it, GIL released) on four greedy
@@ -118,8 +119,10 @@ def main() -> None:
             path = Path(tmp) / f"facts{facts}.yaml"
             path.write_text(yaml.safe_dump(doc, sort_keys=False))
             base: tuple[float, float, str, str] | None = None
-            for jobs, backend in configs:
-                runs = [run_once(path, args.seed, jobs, backend) for _ in range(args.repeat)]
+            rounds = [[run_once(path, args.seed, jobs, backend) for jobs, backend in configs]
+                      for _ in range(args.repeat)]
+            for index, (jobs, backend) in enumerate(configs):
+                runs = [measured[index] for measured in rounds]
                 search = statistics.median(r[0] for r in runs)
                 wall = statistics.median(r[1] for r in runs)
                 digests = {(r[2], r[3]) for r in runs}
