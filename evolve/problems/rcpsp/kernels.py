@@ -277,6 +277,7 @@ class GenerationParams(NamedTuple):
     distinct: int  #: a survivor differs from every better one in at least this many starts
     mate_distance: int  #: how the mate's difference is measured (see :func:`_distance`)
     par_delay: int  #: the 'parallel' children's delay bound (< 0: the parallel SGS itself)
+    ser_delay: int  #: the 'serial' children's delay bound (< 0: the serial SGS itself)
 
 
 #: ``GenerationParams.polish`` that turns polishing off.
@@ -338,7 +339,8 @@ def _bp_generation(rng, pb_tgt, avail, budget, src_pop, tgt_pop, spare, src, wei
             if rng.random() < kp.mut_rate:
                 _shift_mutation(rng, pb_tgt, child)
         par = rng.random() < kp.par_rate
-        ch_ms[c] = _bp_decode(pb_tgt, child, par, avail, ch_s[c], ch_l[c], kp.par_delay)
+        dl = kp.par_delay if par else kp.ser_delay
+        ch_ms[c] = _bp_decode(pb_tgt, child, par or dl >= 0, avail, ch_s[c], ch_l[c], dl)
         used += 1
         sgs_stats[2 * par] += 1.0
         if ch_ms[c] < tgt_ms[npop // 2]:

@@ -115,8 +115,13 @@ class GaParams:
     sgs_decay: float = 0.9
     crossover: Crossover = Crossover.BLOCK
     #: the adaptive mix's second decoder: < 0 the parallel SGS (non-delay schedules), else the
-    #: delay-bounded SGS with this delay (between non-delay and active schedules)
-    par_delay: int = -1
+    #: delay-bounded SGS with this delay (between non-delay and active schedules); children
+    #: only. j120 sample (150 instances, seeds 0-2) against the parallel SGS, with the serial
+    #: one: delay 1 -0.14 / -0.16 at 1k / 5k, 2 -0.09 / -0.13, 4 -0.03 / +0.01
+    par_delay: int = 1
+    #: the same for the mix's first decoder (< 0: the serial SGS, active schedules); with
+    #: ``par_delay`` 1: delay 5 -0.21 / -0.10 against the serial SGS, 3 -0.19 / -0.06, 10 -0.11 / -0.01
+    ser_delay: int = 5
     #: extra FBI on children within this of the best, ended as soon as a backward pass does
     #: not shorten the child (<= -1000: off; None: off up to 40 activities, else 3 up to
     #: 10,000 schedules and 10 beyond or with only a time budget, as tuned on PSPLIB)
@@ -352,7 +357,7 @@ class BiPopulationGA:
             mate_pool=int(p.mate_pool), crossover=int(p.crossover), par_rate=float(self.par_rate),
             polish=int(p.polish_slack), child_frac=float(p.children), tiebreak=bool(p.tiebreak),
             distinct=max(1, round(p.distinct * self.inst.n)), mate_distance=int(p.mate_distance),
-            par_delay=int(p.par_delay))
+            par_delay=int(p.par_delay), ser_delay=int(p.ser_delay))
 
     def adapt_sgs(self) -> None:
         """Share of parallel-SGS children in proportion to each decoder's recent success
