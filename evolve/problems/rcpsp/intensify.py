@@ -56,7 +56,8 @@ def _bp_restart(rng, pb0, pb1, prio, alpha, avail, budget, pop_l, pop_s, pop_ms,
 
 
 @njit(cache=True)  # type: ignore[misc]
-def _bp_restart_one(rng, pb, prio, alpha, avail, budget, pop_l, pop_s, pop_ms, elite_l, elite_ms, first, near, moves):  # type: ignore[no-untyped-def]
+def _bp_restart_one(rng, pb, prio, alpha, avail, budget, pop_l, pop_s, pop_ms,  # type: ignore[no-untyped-def]
+                    elite_l, elite_ms, first, near, moves):
     """Partial restart of one world only, from slot ``first`` on, one schedule per individual.
 
     ``pop_*`` are that world's arrays and ``pb`` its problem; ``elite_l`` / ``elite_ms`` are the

@@ -353,7 +353,8 @@ class BiPopulationGA:
         end = self.used >= (1.0 - p.end_share) * self.budget
         return GenerationParams(
             mut_rate=float(p.mutation_rate), mut_moves=int(p.mutation_moves),
-            tour_father=int(p.end_tour if end and p.end_share > 0 else p.tournament_father), tour_mother=int(p.tournament_mother),
+            tour_father=int(p.end_tour if end and p.end_share > 0
+                            else p.tournament_father), tour_mother=int(p.tournament_mother),
             mate_pool=int(p.mate_pool), crossover=int(p.crossover), par_rate=float(self.par_rate),
             polish=int(p.polish_slack), child_frac=float(p.children), tiebreak=bool(p.tiebreak),
             distinct=max(1, round(p.distinct * self.inst.n)), mate_distance=int(p.mate_distance),
