@@ -102,10 +102,12 @@ def counted(f):
 # with the JIT off the kernels are Python functions that look these names up at call time
 kernels.serial_kernel = counted(kernels.serial_kernel)
 kernels.parallel_kernel = counted(kernels.parallel_kernel)
+kernels.delay_kernel = counted(kernels.delay_kernel)
 search.serial_kernel = counted(search.serial_kernel)
 inst = load_instance(sys.argv[1])
 for params in (None, GaParams(restart_after=1, polish_slack=50),
-               GaParams(crossover=Crossover.TWO_POINT, mate_pool=1, recycle=0.0)):
+               GaParams(crossover=Crossover.TWO_POINT, mate_pool=1, recycle=0.0),
+               GaParams(restart_after=1, restart_one=True, par_delay=-1, ser_delay=-1)):
     calls[0] = 0
     r = solve(inst, schedules=250, seed=1, params=params, lower_bound=0)
     print(r.schedules_used, calls[0])
@@ -120,7 +122,7 @@ def test_every_decode_is_counted(tmp_path: Path) -> None:
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
     out = subprocess.run([sys.executable, str(script), str(DATA / "j60/j6017_4.sm")], env=env,
                          capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["250"] * 6
+    assert out == ["250"] * 8
 
 
 WARM = """

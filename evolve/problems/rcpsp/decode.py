@@ -187,6 +187,110 @@ def parallel_kernel(
 
 
 @njit(cache=True)  # type: ignore[misc]
+def _earliest_fit(j: int, t: int, dur: IntArray, dem: IntArray, avail: IntArray) -> int:
+    """Earliest time from ``t`` at which activity ``j`` fits the profile for its whole duration."""
+    d = dur[j]
+    if d == 0:
+        return t
+    nres = dem.shape[1]
+    tau = t
+    while tau < t + d:
+        ok = True
+        for r in range(nres):
+            if dem[j, r] > avail[tau, r]:
+                ok = False
+                break
+        if ok:
+            tau += 1
+        else:
+            t = tau + 1
+            tau = t
+    return t
+
+
+@njit(cache=True)  # type: ignore[misc]
+def delay_kernel(
+    order: IntArray,
+    dur: IntArray,
+    dem: IntArray,
+    pred_ptr: IntArray,
+    succ_ptr: IntArray,
+    succ_idx: IntArray,
+    avail: IntArray,
+    starts: IntArray,
+    delay: int,
+) -> int:
+    """Delay-bounded SGS (parameterized active schedules, Gonçalves, Mendes & Resende): each
+    step schedules, at its earliest feasible start, the first activity in list order among
+    the eligible ones that can start within ``delay`` of the earliest eligible start.
+    ``delay`` 0 gives non-delay schedules (as :func:`parallel_kernel`), a delay beyond the
+    horizon the serial SGS; in between, an activity may wait a little for a better one but
+    not leave the resources idle for long. Same contract as :func:`parallel_kernel`.
+
+    Earliest starts of eligible activities are cached: capacity only shrinks, so a cached
+    start stays valid unless the activity just scheduled overlaps it, and then the scan
+    resumes from it."""
+    n = order.shape[0]
+    nres = dem.shape[1]
+    pos = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        pos[order[k]] = k
+    left = np.empty(n, dtype=np.int64)
+    ready = np.zeros(n, dtype=np.int64)
+    est = np.zeros(n, dtype=np.int64)
+    dirty = np.ones(n, dtype=np.bool_)
+    elig = np.empty(n, dtype=np.int64)
+    ne = 0
+    for j in range(n):
+        left[j] = pred_ptr[j + 1] - pred_ptr[j]
+        if left[j] == 0:
+            elig[ne] = j
+            ne += 1
+    ms = 0
+    for _ in range(n):
+        tmin = np.int64(1) << 40
+        for e in range(ne):
+            j = elig[e]
+            if dirty[j]:
+                est[j] = _earliest_fit(j, max(est[j], ready[j]), dur, dem, avail)
+                dirty[j] = False
+            if est[j] < tmin:
+                tmin = est[j]
+        pick = -1
+        for e in range(ne):
+            j = elig[e]
+            if est[j] <= tmin + delay and (pick < 0 or pos[j] < pos[elig[pick]]):
+                pick = e
+        j = elig[pick]
+        elig[pick] = elig[ne - 1]
+        ne -= 1
+        t = est[j]
+        d = dur[j]
+        for tau in range(t, t + d):
+            for r in range(nres):
+                avail[tau, r] -= dem[j, r]
+        starts[j] = t
+        if t + d > ms:
+            ms = t + d
+        if d > 0:
+            for e in range(ne):
+                k = elig[e]
+                if est[k] < t + d and est[k] + dur[k] > t:
+                    dirty[k] = True
+        for q in range(succ_ptr[j], succ_ptr[j + 1]):
+            v = succ_idx[q]
+            left[v] -= 1
+            if t + d > ready[v]:
+                ready[v] = t + d
+            if left[v] == 0:
+                elig[ne] = v
+                ne += 1
+                est[v] = ready[v]
+                dirty[v] = True
+    return ms
+
+
+@njit(cache=True)  # type: ignore[misc]
 def sort_by_finish(starts: IntArray, order: IntArray, dur: IntArray, ms: int, out: IntArray) -> None:
     """Activity list by decreasing finish time (ties: later in ``order``
     first) of a schedule with makespan ``ms``: a precedence-feasible list
