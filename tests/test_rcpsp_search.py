@@ -107,7 +107,7 @@ search.serial_kernel = counted(search.serial_kernel)
 inst = load_instance(sys.argv[1])
 for params in (None, GaParams(restart_after=1, polish_slack=50),
                GaParams(crossover=Crossover.TWO_POINT, mate_pool=1, recycle=0.0),
-               GaParams(restart_after=1, restart_one=True, par_delay=-1, ser_delay=-1)):
+               GaParams(restart_after=1, par_delay=-1, ser_delay=-1)):
     calls[0] = 0
     r = solve(inst, schedules=250, seed=1, params=params, lower_bound=0)
     print(r.schedules_used, calls[0])

@@ -53,39 +53,3 @@ def _bp_restart(rng, pb0, pb1, prio, alpha, avail, budget, pop_l, pop_s, pop_ms,
         pop_ms[0, i] = _bp_decode(pb0, lst, i % 2 == 1, avail, pop_s[0, i], pop_l[0, i])
         used += 1
     return _bp_mirror(pb1, avail, budget, used, pop_l, pop_s, pop_ms, first)
-
-
-@njit(cache=True)  # type: ignore[misc]
-def _bp_restart_one(rng, pb, prio, alpha, avail, budget, pop_l, pop_s, pop_ms,  # type: ignore[no-untyped-def]
-                    elite_l, elite_ms, first, near, moves):
-    """Partial restart of one world only, from slot ``first`` on, one schedule per individual.
-
-    ``pop_*`` are that world's arrays and ``pb`` its problem; ``elite_l`` / ``elite_ms`` are the
-    other world's (sorted) lists, which are lists of this world. A share ``near`` of the new
-    individuals are ``moves`` shift moves away from one of the other world's ``first`` best,
-    the rest fresh regret-biased samples on ``prio`` (this world's urgency). The other world
-    keeps its population: :func:`_bp_restart` re-decodes every new individual in both worlds,
-    two schedules each, where here the next generation's children justify them. Returns
-    schedules used."""
-    npop = pop_l.shape[0]
-    n = pop_l.shape[1]
-    lst = np.empty(n, dtype=np.int64)
-    used = 0
-    nel = 0
-    while nel < first and elite_ms[nel] < _BIG:
-        nel += 1
-    for i in range(first, npop):
-        if used >= budget:
-            pop_ms[i] = _BIG
-            continue
-        if nel > 0 and rng.random() < near:
-            e = rng.integers(0, nel)
-            for k in range(n):
-                lst[k] = elite_l[e, k]
-            for _ in range(moves):
-                _shift_mutation(rng, pb, lst)
-        else:
-            _rbrs_list(rng, pb, prio, alpha, lst)
-        pop_ms[i] = _bp_decode(pb, lst, i % 2 == 1, avail, pop_s[i], pop_l[i])
-        used += 1
-    return used

@@ -54,26 +54,6 @@ def _select(rng, pop_ms, npop, size):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)  # type: ignore[misc]
-def _distance(pop_l, pop_s, a, b, how):  # type: ignore[no-untyped-def]
-    """How different individuals ``a`` and ``b`` are: positions at which their lists differ
-    (``how`` 0), activities they start at different times (1), or the summed difference of
-    their start times (2). One activity moved far in a list shifts every position between,
-    so list positions overstate a small change; start times measure the schedules."""
-    n = pop_l.shape[1]
-    h = 0
-    for k in range(n):
-        if how == 0:
-            if pop_l[a, k] != pop_l[b, k]:
-                h += 1
-        elif how == 1:
-            if pop_s[a, k] != pop_s[b, k]:
-                h += 1
-        else:
-            h += abs(pop_s[a, k] - pop_s[b, k])
-    return h
-
-
-@njit(cache=True)  # type: ignore[misc]
 def _select_mate(rng, pop_l, pop_ms, npop, size, m, pool):  # type: ignore[no-untyped-def]
     """The second parent: of ``pool`` tournament winners (``size`` each), the one whose
     list differs from ``m``'s in the most positions (one tournament when ``pool`` <= 1).
@@ -81,19 +61,17 @@ def _select_mate(rng, pop_l, pop_ms, npop, size, m, pool):  # type: ignore[no-un
     Two parents with nearly the same list give a child that is one of them, decoded
     again; preferring the most different of a few good mates keeps the crossover
     recombining. Distinct lists cost nothing to find: no schedule is decoded."""
-    return _select_far(rng, pop_l, pop_l, pop_ms, npop, size, m, pool, 0)
-
-
-@njit(cache=True)  # type: ignore[misc]
-def _select_far(rng, pop_l, pop_s, pop_ms, npop, size, m, pool, how):  # type: ignore[no-untyped-def]
-    """:func:`_select_mate` with the distance of :func:`_distance` ``how``."""
     if pool <= 1:
         return _select(rng, pop_ms, npop, size)
     d = 0
+    n = pop_l.shape[1]
     far = -1
     for _ in range(pool):
         e = _select(rng, pop_ms, npop, size)
-        h = _distance(pop_l, pop_s, e, m, how)
+        h = 0
+        for k in range(n):
+            if pop_l[e, k] != pop_l[m, k]:
+                h += 1
         if h > far:
             far = h
             d = e
@@ -275,7 +253,6 @@ class GenerationParams(NamedTuple):
     child_frac: float  #: children per generation, as a fraction of the population
     tiebreak: bool  #: among equal makespans prefer the smaller sum of starts
     distinct: int  #: a survivor differs from every better one in at least this many starts
-    mate_distance: int  #: how the mate's difference is measured (see :func:`_distance`)
     par_delay: int  #: the 'parallel' children's delay bound (< 0: the parallel SGS itself)
     ser_delay: int  #: the 'serial' children's delay bound (< 0: the serial SGS itself)
 
@@ -330,7 +307,7 @@ def _bp_generation(rng, pb_tgt, avail, budget, src_pop, tgt_pop, spare, src, wei
         if used >= budget:
             break
         m = _select(rng, src_ms, nsrc, kp.tour_father)
-        d = _select_far(rng, src_l, _src_s, src_ms, nsrc, kp.tour_mother, m, kp.mate_pool, kp.mate_distance)
+        d = _select_mate(rng, src_l, src_ms, nsrc, kp.tour_mother, m, kp.mate_pool)
         if kp.crossover == BLOCK:
             _crossover_block(rng, pb_tgt, src_l[m], src_l[d], child)
         else:

@@ -46,9 +46,9 @@ from enum import IntEnum
 import numpy as np
 
 from evolve.problems.rcpsp.decode import new_profile, reset_profile, serial_kernel, sort_by_start
-from evolve.problems.rcpsp.instance import IntArray, RcpspInstance, earliest_starts, latest_finishes
+from evolve.problems.rcpsp.instance import IntArray, RcpspInstance, latest_finishes
 from evolve.problems.rcpsp.instance import lower_bound as instance_bound
-from evolve.problems.rcpsp.intensify import _bp_restart, _bp_restart_one
+from evolve.problems.rcpsp.intensify import _bp_restart
 from evolve.problems.rcpsp.kernels import (
     BIG,
     BLOCK,
@@ -99,9 +99,6 @@ class GaParams:
     #: the second parent is the most different (by list positions) of this many
     #: tournament winners (<= 1: a plain tournament)
     mate_pool: int = 3
-    #: how the mate's difference is measured: 0 list positions, 1 activities started at other
-    #: times, 2 summed start-time difference
-    mate_distance: int = 0
     #: a survivor must start at least this share of the activities at other times than
     #: every better survivor (0: only exact copies are removed); near-copies otherwise
     #: crowd out the rest of the population in long runs
@@ -135,13 +132,6 @@ class GaParams:
     #: (None: none up to 40 activities, where fresh samples did better, else all)
     restart_near: float | None = None
     restart_moves: int = 4  #: shift moves that make such a neighbour
-    #: a restart refills only the next source world, one schedule per new individual
-    #: (False: both worlds, each new individual decoded and then justified, two schedules)
-    restart_one: bool = False
-    #: in the last ``end_share`` of the schedule budget the father comes from tournaments of
-    #: ``end_tour`` (the end game: diversity no longer pays for itself)
-    end_share: float = 0.0
-    end_tour: int = 4
 
 
 @dataclass(frozen=True)
@@ -249,9 +239,6 @@ class BiPopulationGA:
         self.rng = np.random.default_rng(np.random.SeedSequence(seed))
         n = inst.n
         self.prio = latest_finishes(inst).astype(np.float64)
-        # urgency in the reversed project: the later an activity can start, the sooner it
-        # must be placed when scheduling backwards
-        self.prio_rev = -earliest_starts(inst).astype(np.float64)
         self.npop = p.pop_size or default_pop_size(schedules, n, p.pop_scale)
         self.weights = self.rng.integers(1, 1 << 20, size=n, dtype=np.int64)
         self.pop_l = np.empty((2, self.npop, n), dtype=np.int64)
@@ -319,15 +306,9 @@ class BiPopulationGA:
         left = self.budget - self.used
         if self.stale >= p.restart_after:
             keep = max(1, int(self.npop * p.keep_on_restart))
-            if p.restart_one:
-                pb, prio = (inst.arrays, self.prio) if src == 0 else (self.mirror(), self.prio_rev)
-                self.used += int(_bp_restart_one(
-                    self.rng, pb, prio, p.rbrs_alpha, avail, left, pop_l[src], pop_s[src],
-                    pop_ms[src], pop_l[tgt], pop_ms[tgt], keep, p.restart_near, p.restart_moves))
-            else:
-                self.used += int(_bp_restart(
-                    self.rng, inst.arrays, self.mirror(), self.prio, p.rbrs_alpha, avail, left,
-                    pop_l, pop_s, pop_ms, keep, p.restart_near, p.restart_moves))
+            self.used += int(_bp_restart(
+                self.rng, inst.arrays, self.mirror(), self.prio, p.rbrs_alpha, avail, left,
+                pop_l, pop_s, pop_ms, keep, p.restart_near, p.restart_moves))
             self.stale = 0
         else:
             self.used += int(_bp_generation(
@@ -350,14 +331,12 @@ class BiPopulationGA:
         """This generation's settings as the kernel's typed record."""
         p = self.params
         assert p.mutation_rate is not None and p.polish_slack is not None  # filled by _resolve
-        end = self.used >= (1.0 - p.end_share) * self.budget
         return GenerationParams(
             mut_rate=float(p.mutation_rate), mut_moves=int(p.mutation_moves),
-            tour_father=int(p.end_tour if end and p.end_share > 0
-                            else p.tournament_father), tour_mother=int(p.tournament_mother),
+            tour_father=int(p.tournament_father), tour_mother=int(p.tournament_mother),
             mate_pool=int(p.mate_pool), crossover=int(p.crossover), par_rate=float(self.par_rate),
             polish=int(p.polish_slack), child_frac=float(p.children), tiebreak=bool(p.tiebreak),
-            distinct=max(1, round(p.distinct * self.inst.n)), mate_distance=int(p.mate_distance),
+            distinct=max(1, round(p.distinct * self.inst.n)),
             par_delay=int(p.par_delay), ser_delay=int(p.ser_delay))
 
     def adapt_sgs(self) -> None:
