@@ -66,11 +66,21 @@ def snapshot(state: dict[str, Any], identity: dict[str, Any], events_bytes: int,
              events_sha256: str, memo: EncodeMemo | None = None) -> bytes:
     """The checkpoint's bytes: taken at once, so the search may go on changing its state
     (``memo``: encodings kept from the previous snapshot, see :class:`EncodeMemo`)."""
+    return serialize(encode_state(state, memo), identity, events_bytes, events_sha256)
+
+
+def encode_state(state: dict[str, Any], memo: EncodeMemo | None = None) -> Any:
+    """The state as plain data: what the search may change later is copied into it now."""
     try:
-        body = encode(state, memo)
+        return encode(state, memo)
     except StateError as exc:
         raise CheckpointError(f"cannot checkpoint the search state: {exc}") from None
-    blob = {"magic": MAGIC, "version": VERSION, "identity": identity, "generation": state.get("generation"),
+
+
+def serialize(body: Any, identity: dict[str, Any], events_bytes: int, events_sha256: str) -> bytes:
+    """The checkpoint file's bytes around an encoded state (plain data, which nothing changes
+    once encoded, so this may run in another thread while the search goes on)."""
+    blob = {"magic": MAGIC, "version": VERSION, "identity": identity, "generation": body.get("generation"),
             "events_bytes": events_bytes, "events_sha256": events_sha256, "state": body}
     return json.dumps(blob, separators=(",", ":"), allow_nan=True).encode()
 
@@ -88,8 +98,9 @@ def write_atomically(path: Path, data: bytes) -> None:
 class Writer:
     """Writes checkpoints in a background thread, so disk time overlaps the next generation.
 
-    The snapshot is encoded synchronously; only the write, fsync and rename run
-    behind. A new checkpoint waits for the previous one, and :meth:`close` waits
+    The state is encoded synchronously (into plain data the search no longer touches); the
+    JSON text of it, the write, fsync and rename run behind, where they overlap the next
+    generation's development (its kernels release the GIL). A new checkpoint waits for the previous one, and :meth:`close` waits
     for the last, so the newest complete checkpoint is always on disk or coming.
     :meth:`due` says whether the next generation's state is to be written (the first
     always, then one each ``interval`` seconds); the first is written before :meth:`save`
@@ -114,10 +125,11 @@ class Writer:
         first = self.last is None
         self.last = time.monotonic()
         self.generation = state.get("generation")
-        data = snapshot(state, self.identity, events_bytes, events_sha256, self.memo)
+        body = encode_state(state, self.memo)
         self.memo.rotate()
         self.wait()
-        thread = threading.Thread(target=self.write, args=(data,), name="checkpoint", daemon=True)
+        thread = threading.Thread(target=self.write, args=(body, events_bytes, events_sha256),
+                                  name="checkpoint", daemon=True)
         thread.start()
         # assigned only once started: a Ctrl-C between the two must not leave an unstarted
         # thread for wait() to join (the write itself is atomic, so an unjoined one is harmless)
@@ -127,9 +139,9 @@ class Writer:
             # apart, nothing else would make a run killed after its first generation resumable
             self.wait()
 
-    def write(self, data: bytes) -> None:
+    def write(self, body: Any, events_bytes: int, events_sha256: str) -> None:
         try:
-            write_atomically(self.path, data)
+            write_atomically(self.path, serialize(body, self.identity, events_bytes, events_sha256))
         except BaseException as exc:  # reported by wait(), in the search's thread
             self.error = exc
 
