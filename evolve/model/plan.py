@@ -82,6 +82,11 @@ change: it lives outside the fields (equality, hashing, ``repr`` and ``replace``
 :meth:`Task.__getstate__` leaves it out of pickles, so a task pickles to the same bytes whether
 or not it was ever evaluated."""
 
+TASK_TEXT = "_text"
+"""Where :func:`task_text` keeps a task's canonical JSON text: like :data:`TASK_MEMO`, a cache
+outside the fields, left out of pickles and checkpoints. A child shares most of its task objects
+with its parents, so hashing it writes only the tasks that are new."""
+
 
 @dataclass(frozen=True)
 class Task:
@@ -125,6 +130,7 @@ class Task:
         special, as a field left out reads its class-level default."""
         state = dict(self.__dict__)
         state.pop(TASK_MEMO, None)
+        state.pop(TASK_TEXT, None)
         for key, default in RUNTIME_DEFAULTS.items():
             if key in state and state[key] == default:
                 del state[key]
@@ -208,9 +214,28 @@ class Plan:
 
 
 def plan_hash(plan: Plan) -> str:
-    """A canonical digest of the plan: equal plans give equal hashes, whatever their history."""
-    text = json.dumps(plan.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
+    """A canonical digest of the plan: equal plans give equal hashes, whatever their history.
+
+    The text hashed is ``json.dumps(plan.to_dict(), sort_keys=True, separators=(",", ":"),
+    default=str)``, put together from each task's own text (:func:`task_text`, kept on the task):
+    with sorted keys ``priority`` comes before ``tasks``, and a list's items are written one after
+    the other, so the pieces join to exactly that text."""
+    head = "" if plan.priority is None else f'"priority":{_canonical(list(plan.priority))},'
+    text = f'{{{head}"tasks":[{",".join(task_text(task) for task in plan.tasks)}]}}'
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def task_text(task: Task) -> str:
+    """The task's canonical JSON text (sorted keys, no spaces), made once per task object."""
+    held: str | None = task.__dict__.get(TASK_TEXT)
+    if held is None:
+        held = _canonical(task.to_dict())
+        object.__setattr__(task, TASK_TEXT, held)  # a cache, not a change: see TASK_TEXT
+    return held
+
+
+def _canonical(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def next_task_id(plan: Plan, prefix: str = "t") -> str:

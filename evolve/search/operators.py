@@ -310,12 +310,15 @@ def crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> P
     # Every id the child can hold is one of a's or a fresh one, and each fresh id is the next
     # above all of them: a counter gives the ids a rescan of a, the child and the mapping would.
     highest = highest_task_number(a.tasks)
+    # each parent's graph and first producer of each fact, read once, not once per criterion
+    graphs = {id(parent): (parent.dependency_map(), first_producers(problem, parent)) for parent in (a, b)}
     for criterion, from_b in zip(problem.criteria, take_b):
         parent = b if from_b else a
-        producers = [t for t in parent.tasks if criterion in (produced_by(problem, t) or ())]
-        if not producers:
+        deps, first = graphs[id(parent)]
+        producer = first.get(criterion)
+        if producer is None:
             continue
-        wanted = {producers[0].id} | upstream(producers[0].id, parent.dependency_map())
+        wanted = {producer} | upstream(producer, deps)
         closure = [t for t in parent.tasks if t.id in wanted]
         if parent is a:
             for task in closure:
@@ -335,6 +338,15 @@ def crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> P
     tasks += [t for tid, t in child.items() if tid not in in_a]
     plan = Plan(tasks=tuple(tasks), priority=a.priority)
     return plan.with_tasks(plan.tasks)
+
+
+def first_producers(problem: Problem, plan: Plan) -> dict[str, str]:
+    """Each fact the plan makes, mapped to the first task (in plan order) that makes it."""
+    first: dict[str, str] = {}
+    for task in plan.tasks:
+        for fact in produced_by(problem, task) or ():
+            first.setdefault(fact, task.id)
+    return first
 
 
 Initializer = Callable[[Problem, np.random.Generator], Plan]
