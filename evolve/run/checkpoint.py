@@ -100,8 +100,9 @@ class Writer:
 
     The state is encoded synchronously (into plain data the search no longer touches); the
     JSON text of it, the write, fsync and rename run behind, where they overlap the next
-    generation's development (its kernels release the GIL). A new checkpoint waits for the previous one, and :meth:`close` waits
-    for the last, so the newest complete checkpoint is always on disk or coming.
+    generation's development (its kernels release the GIL). A new checkpoint waits for the
+    previous one, and :meth:`close` waits for the last, so the newest complete checkpoint is
+    always on disk or coming.
     :meth:`due` says whether the next generation's state is to be written (the first
     always, then one each ``interval`` seconds); the first is written before :meth:`save`
     returns.
