@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
+from typing import Any, ClassVar
 
 from evolve.fitness.base import Fitness
 from evolve.fitness.compiled import CompiledContext, covered_count
@@ -26,6 +26,9 @@ from evolve.model.problem import Problem
 @dataclass(frozen=True)
 class Evaluation:
     """The verdict on one plan: fitness values, feasibility, validator errors, or the failure."""
+
+    CHECKPOINT_IMMUTABLE: ClassVar[bool] = True
+    """Never changed once made (nor its values), as :attr:`Candidate.CHECKPOINT_IMMUTABLE`."""
 
     values: dict[str, float] = field(default_factory=dict)
     feasible: bool = False

@@ -32,7 +32,7 @@ from evolve import defaults
 from evolve.fitness.base import Fitness
 from evolve.fitness.evaluation import Evaluation, evaluate_plan
 from evolve.model.errors import UsageError
-from evolve.model.plan import Plan
+from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
 from evolve.run.backends import BackendError, backend_session
 from evolve.search.develop import Developed, Development, Work, develop
@@ -318,7 +318,7 @@ class Evaluator:
         development = self.development
         if self.in_threads():
             return list(self.thread_pool().map(
-                lambda item: develop(self.problem, development, item, fitnesses), work))
+                lambda item: hashed(develop(self.problem, development, item, fitnesses)), work))
         local = self.parallel is None or self.here(self.developing, len(work), isolated=False)
         if local:
             out = []
@@ -412,6 +412,15 @@ class Evaluator:
         if self.eval_timeout is None:
             return None
         return self.eval_timeout * plans + self.kill_grace
+
+
+def hashed(developed: Developed) -> Developed:
+    """``developed`` with its plan's task texts made (see :func:`~evolve.model.plan.task_text`):
+    in a development thread, where it overlaps the other threads' kernels, rather than in the
+    search's thread, which hashes every child it receives and would do it there alone."""
+    if developed.plan is not None:
+        plan_hash(developed.plan)
+    return developed
 
 
 def average(previous: float | None, value: float, weight: float = defaults.EVAL_AVERAGE_WEIGHT) -> float:

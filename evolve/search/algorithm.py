@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from statistics import median
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from evolve.fitness.evaluation import Evaluation
 from evolve.model.plan import Plan
@@ -30,6 +30,10 @@ EventSink = Callable[[dict[str, Any]], None]
 @dataclass(frozen=True)
 class Candidate:
     """A scored plan and how it came to be."""
+
+    CHECKPOINT_IMMUTABLE: ClassVar[bool] = True
+    """Never changed once made (nor its patch and meta), so a checkpoint reuses the encoding it
+    made of it for the previous checkpoint (see ``evolve.run.state_codec``)."""
 
     id: str
     plan: Plan

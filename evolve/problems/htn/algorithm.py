@@ -233,16 +233,17 @@ class HtnSearch:
             todo.pop(digest, None)
             self.cache_hits += cached
             parent = by_id.get(child.parents[0]) if child.parents else None
+            meta = dict(child.meta)
+            if len(self.learned.records) > self.reported:
+                # what the fallback was asked since the last event, also by decodes that made no
+                # candidate (a retried copy), rides on the next one
+                meta["fallback"] = self.learned.records[self.reported:]
+                self.reported = len(self.learned.records)
             candidate = Candidate(
                 id=f"c{self.serial}", plan=child.plan, hash=digest, generation=generation,
                 evaluation=self.cache[digest], parents=child.parents, operator=child.operator,
                 patch=diff_plans(parent.plan if parent is not None else Plan(), child.plan),
-                meta=dict(child.meta))
-            if len(self.learned.records) > self.reported:
-                # what the fallback was asked since the last event, also by decodes that made no
-                # candidate (a retried copy), rides on the next one
-                candidate.meta["fallback"] = self.learned.records[self.reported:]
-                self.reported = len(self.learned.records)
+                meta=meta)
             self.serial += 1
             self.genomes[candidate.id] = child.genome
             self.emit(candidate.event(cached))
