@@ -59,6 +59,28 @@ def reset_profile(avail: IntArray, cap: IntArray, upto: int) -> None:
 
 
 @njit(cache=True)  # type: ignore[misc]
+def _earliest_fit(j: int, t: int, dur: IntArray, dem: IntArray, avail: IntArray) -> int:
+    """Earliest time from ``t`` at which activity ``j`` fits the profile for its whole duration."""
+    d = dur[j]
+    if d == 0:
+        return t
+    nres = dem.shape[1]
+    tau = t
+    while tau < t + d:
+        ok = True
+        for r in range(nres):
+            if dem[j, r] > avail[tau, r]:
+                ok = False
+                break
+        if ok:
+            tau += 1
+        else:
+            t = tau + 1
+            tau = t
+    return t
+
+
+@njit(cache=True)  # type: ignore[misc]
 def serial_kernel(
     order: IntArray,
     dur: IntArray,
@@ -83,22 +105,10 @@ def serial_kernel(
             if f > t:
                 t = f
         d = dur[j]
-        if d > 0:
-            tau = t
-            while tau < t + d:
-                ok = True
-                for r in range(nres):
-                    if dem[j, r] > avail[tau, r]:
-                        ok = False
-                        break
-                if ok:
-                    tau += 1
-                else:
-                    t = tau + 1
-                    tau = t
-            for tau in range(t, t + d):
-                for r in range(nres):
-                    avail[tau, r] -= dem[j, r]
+        t = _earliest_fit(j, t, dur, dem, avail)
+        for tau in range(t, t + d):
+            for r in range(nres):
+                avail[tau, r] -= dem[j, r]
         starts[j] = t
         if t + d > ms:
             ms = t + d
@@ -184,28 +194,6 @@ def parallel_kernel(
                     nt = f
         t = nt
     return ms
-
-
-@njit(cache=True)  # type: ignore[misc]
-def _earliest_fit(j: int, t: int, dur: IntArray, dem: IntArray, avail: IntArray) -> int:
-    """Earliest time from ``t`` at which activity ``j`` fits the profile for its whole duration."""
-    d = dur[j]
-    if d == 0:
-        return t
-    nres = dem.shape[1]
-    tau = t
-    while tau < t + d:
-        ok = True
-        for r in range(nres):
-            if dem[j, r] > avail[tau, r]:
-                ok = False
-                break
-        if ok:
-            tau += 1
-        else:
-            t = tau + 1
-            tau = t
-    return t
 
 
 @njit(cache=True)  # type: ignore[misc]
