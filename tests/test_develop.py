@@ -6,6 +6,7 @@ while developing costs nothing but the time to redo its work here."""
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from evolve.model import graph_kernels, plan_arrays
 from evolve.model.problem import Problem
 from evolve.problems import default_operators
 from evolve.problems.synthetic import generate_problem
+from evolve.run import checkpoint
+from evolve.run.chores import Chore
 from evolve.run.evaluator import Evaluator
 from evolve.scheduling import compiled as scheduling_compiled
 from evolve.scheduling import kernel as scheduling_kernel
@@ -171,3 +174,56 @@ def test_development_continues_the_childs_random_stream(problem: Problem, tmp_pa
     assert there.evaluation is not None  # trusted objectives: scored in the same trip
     assert InProcess(problem, development).develop([Work(child_rng(9, 1, 0), plan)])[0].plan == here.plan
     assert {int(p.name) for p in tmp_path.iterdir()} - {os.getpid()}, "nothing was developed in a worker"
+
+
+def test_a_deferred_chore_runs_once_in_the_waiting_thread_while_children_develop(problem: Problem) -> None:
+    """With development threads, a checkpoint's text is made by the search's own thread while it
+    waits for them (it would only wait), once; with one job, in a thread of its own, at once."""
+    ops = default_operators(problem)
+    development = Development(ops.initial, ops.improve)
+    fitnesses = resolve_all(["validity", "completeness", "makespan"])
+    ran: list[str] = []
+    with Evaluator(problem, fitnesses, jobs=2, development=development) as evaluator:
+        assert evaluator.in_threads()
+        chore = Chore(lambda: ran.append(threading.current_thread().name))
+        evaluator.defer(chore)
+        assert ran == []  # nothing waits yet: the chore waits for the next development
+        evaluator.develop([Work(child_rng(0, 0, 0))])
+        chore.run()  # whoever needs it done asks again: it ran already, so nothing happens
+    assert ran == [threading.main_thread().name]
+    finished = threading.Event()
+    with Evaluator(problem, fitnesses, jobs=1, development=development) as evaluator:
+        evaluator.defer(Chore(finished.set))
+        assert finished.wait(10)  # no development threads to wait for: its own thread, now
+
+
+def test_a_chore_runs_once_however_many_ask(tmp_path: Path) -> None:
+    count: list[int] = []
+    gate = threading.Event()
+
+    def job() -> None:
+        gate.wait(5)
+        count.append(1)
+
+    chore = Chore(job)
+    threads = [threading.Thread(target=chore.run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    gate.set()
+    for thread in threads:
+        thread.join()
+    chore.run()
+    assert count == [1]
+
+
+def test_a_checkpoint_nobody_ran_is_written_when_the_writer_waits(tmp_path: Path) -> None:
+    """A runner may hold a checkpoint back (until the next development); waiting for it (the next
+    checkpoint, the end of the run) writes it, so the newest one is never lost."""
+    held: list[Chore] = []
+    with checkpoint.Writer(tmp_path, {"problem": "p"}) as writer:
+        writer.runner = held.append
+        writer.save({"generation": 1}, 0, "0" * 64)  # the first is written before save returns
+        assert checkpoint.checkpointed_generation(tmp_path) == 1
+        writer.save({"generation": 2}, 0, "0" * 64)
+        assert len(held) == 2 and checkpoint.checkpointed_generation(tmp_path) == 1
+    assert checkpoint.checkpointed_generation(tmp_path) == 2

@@ -23,13 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evolve.model.errors import EvolveError
+from evolve.run.chores import Chore, Runner, in_a_thread
 from evolve.run.state_codec import EncodeMemo, StateError, decode, encode
 
 CHECKPOINT = "checkpoint.json"
@@ -114,7 +114,10 @@ class Writer:
         self.interval = interval
         self.last: float | None = None  #: when the last checkpoint began (monotonic)
         self.generation: object = None  #: the generation it holds
-        self.pending: threading.Thread | None = None
+        self.pending: Chore | None = None
+        #: what runs a checkpoint's text and write: a thread of its own unless the search has a
+        #: better moment (see :meth:`evolve.run.evaluator.Evaluator.defer`)
+        self.runner: Runner = in_a_thread
         self.error: BaseException | None = None
         self.memo = EncodeMemo()  #: encodings of the tasks and plans the last checkpoint held
 
@@ -129,12 +132,10 @@ class Writer:
         body = encode_state(state, self.memo)
         self.memo.rotate()
         self.wait()
-        thread = threading.Thread(target=self.write, args=(body, events_bytes, events_sha256),
-                                  name="checkpoint", daemon=True)
-        thread.start()
-        # assigned only once started: a Ctrl-C between the two must not leave an unstarted
-        # thread for wait() to join (the write itself is atomic, so an unjoined one is harmless)
-        self.pending = thread
+        # pending before it is handed on: wait() then always finds it, and runs it itself if
+        # nobody else has yet (it runs once)
+        self.pending = Chore(lambda: self.write(body, events_bytes, events_sha256))
+        self.runner(self.pending)
         if first:
             # the first is on disk before the next generation starts: with checkpoints a second
             # apart, nothing else would make a run killed after its first generation resumable
@@ -147,8 +148,9 @@ class Writer:
             self.error = exc
 
     def wait(self) -> None:
+        """The last checkpoint on disk: written now, unless it was written or is being written."""
         if self.pending is not None:
-            self.pending.join()
+            self.pending.run()
             self.pending = None
         if self.error is not None:
             error, self.error = self.error, None

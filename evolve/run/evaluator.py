@@ -35,6 +35,7 @@ from evolve.model.errors import UsageError
 from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
 from evolve.run.backends import BackendError, backend_session
+from evolve.run.chores import Chore, in_a_thread
 from evolve.search.develop import Developed, Development, Work, develop
 
 Item = TypeVar("Item")
@@ -224,6 +225,7 @@ class Evaluator:
         self.parallel: Parallel | None = None
         self.threads: ThreadPoolExecutor | None = None
         self.warming: Iterator[object] | None = None
+        self.chores: list[Chore] = []
         self.shipped: Payload | PayloadFile = Payload(problem, self.fitnesses, development)
         self.stack = ExitStack()
 
@@ -317,8 +319,12 @@ class Evaluator:
         fitnesses = self.fitnesses if self.trusted else None
         development = self.development
         if self.in_threads():
-            return list(self.thread_pool().map(
-                lambda item: hashed(develop(self.problem, development, item, fitnesses)), work))
+            pool = self.thread_pool()
+            futures = [pool.submit(lambda item: hashed(develop(self.problem, development, item, fitnesses)),
+                                   item) for item in work]
+            while self.chores:  # this thread would only wait: its chores overlap the kernels
+                self.chores.pop(0).run()
+            return [future.result() for future in futures]
         local = self.parallel is None or self.here(self.developing, len(work), isolated=False)
         if local:
             out = []
@@ -344,6 +350,16 @@ class Evaluator:
         self.developed_here += elapsed if local else 0.0
         self.developing.record(local, elapsed / len(work))
         return out
+
+    def defer(self, chore: Chore) -> None:
+        """Run ``chore`` (a checkpoint's text and write, say) where it costs least: while this
+        process waits for its development threads next, whose kernels leave the GIL free, when
+        there are such threads; otherwise in a thread of its own, now. Whoever needs it done
+        runs it (it runs once), so a chore never waits on a development that does not come."""
+        if self.in_threads():
+            self.chores.append(chore)
+        else:
+            in_a_thread(chore)
 
     def in_threads(self) -> bool:
         """Whether children are developed in threads of this process: more than one job, a

@@ -181,6 +181,7 @@ def run_search(
                       eval_timeout=options.eval_timeout, isolate=options.isolate,
                       development=(None if htn or activity_ga
                                    else Development(operators.initial, operators.improve))) as evaluator:
+        checkpoints.runner = evaluator.defer  # a checkpoint's text overlaps the next development
 
         def save_checkpoint(search: Algorithm, last: bool = False) -> None:
             # the last generation always: a finished run continues from it with a larger budget
