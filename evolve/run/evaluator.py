@@ -18,7 +18,7 @@ import pickle
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -298,11 +298,12 @@ class Evaluator:
         self.evaluations += count
         return out
 
-    def develop(self, work: Sequence[Work]) -> list[Developed]:
+    def develop(self, work: Iterable[Work]) -> list[Developed]:
         """The children of ``work`` developed, in order, and scored in the same trip when the
         objectives are trusted (otherwise scoring stays on :meth:`evaluate`'s isolated path).
 
-        In threads (see :meth:`in_threads`) they are developed side by side; no timeout
+        In threads (see :meth:`in_threads`) they are developed side by side, each from the
+        moment ``work`` yields it (the search drafts the next child meanwhile); no timeout
         applies there, as a signal stops only the main thread, but with an ``eval_timeout``
         nothing is scored in them either (the objectives are then not trusted).
 
@@ -313,9 +314,6 @@ class Evaluator:
         if self.development is None:
             raise UsageError("this evaluator was made without the search's development "
                              "(pass development= to develop children with it)")
-        if not work:
-            return []
-        began = time.perf_counter()
         fitnesses = self.fitnesses if self.trusted else None
         development = self.development
         if self.in_threads():
@@ -325,6 +323,10 @@ class Evaluator:
             while self.chores:  # this thread would only wait: its chores overlap the kernels
                 self.chores.pop(0).run()
             return [future.result() for future in futures]
+        work = list(work)
+        if not work:
+            return []
+        began = time.perf_counter()
         local = self.parallel is None or self.here(self.developing, len(work), isolated=False)
         if local:
             out = []

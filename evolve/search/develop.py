@@ -17,7 +17,7 @@ is the same for any number of workers and any backend.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -80,9 +80,12 @@ def develop(problem: Problem, development: Development, work: Work,
 class Developer(Protocol):
     """Develops children, in order: the search's seam to wherever the work runs. The run's
     :class:`evolve.run.evaluator.Evaluator` is one (it also scores what it made, in the same
-    trip); :class:`InProcess` is the default."""
+    trip); :class:`InProcess` is the default.
 
-    def develop(self, work: Sequence[Work]) -> list[Developed]: ...
+    ``work`` may be a generator that drafts each child as it is taken: a developer with threads
+    starts developing the first while the search drafts the next."""
+
+    def develop(self, work: Iterable[Work]) -> list[Developed]: ...
 
 
 @dataclass(frozen=True)
@@ -92,5 +95,5 @@ class InProcess:
     problem: Problem
     development: Development
 
-    def develop(self, work: Sequence[Work]) -> list[Developed]:
+    def develop(self, work: Iterable[Work]) -> list[Developed]:
         return [develop(self.problem, self.development, item) for item in work]

@@ -8,7 +8,7 @@ seed alone, never on which worker ran what.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -353,15 +353,23 @@ class Search:
 def develop_all(breeding: Mapping[int, Generator[Work, Developed, Offspring]],
                 developer: Developer) -> dict[int, Offspring]:
     """Drive every child's :meth:`Search.breed` to its end, developing the work they ask for
-    in one call (so a developer with workers improves them side by side)."""
+    in one call (so a developer with workers improves them side by side). The children are
+    drafted as the developer takes their work, so one with threads develops the first while
+    the next is drafted."""
     bred: dict[int, Offspring] = {}
-    waiting: dict[int, Work] = {}
-    for i, child in breeding.items():
-        try:
-            waiting[i] = next(child)
-        except StopIteration as done:
-            bred[i] = done.value
-    for (i, _), developed in zip(waiting.items(), developer.develop(list(waiting.values()))):
+    asking: list[int] = []
+
+    def drafted() -> Iterator[Work]:
+        for i, child in breeding.items():
+            try:
+                work = next(child)
+            except StopIteration as done:
+                bred[i] = done.value
+                continue
+            asking.append(i)
+            yield work
+
+    for i, developed in zip(asking, developer.develop(drafted())):
         try:
             breeding[i].send(developed)
             raise AssertionError("a child asks to be developed once")  # pragma: no cover
