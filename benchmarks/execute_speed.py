@@ -168,8 +168,8 @@ def main(argv: list[str] | None = None) -> None:
                     runs.append(seconds)
                 best = min(runs)
                 print(
-                    f"{name:<18} {sync:<7} {best / n * 1e3:>7.3f} ms {best:>8.2f} s   "
-                    f"{', '.join(f'{r:.2f}' for r in runs)} s (median {statistics.median(runs):.2f} s)"
+                    f"{name:<18} {sync:<7} {best / n * 1e3:>7.3f} ms {best:>8.3f} s   "
+                    f"{', '.join(f'{r:.3f}' for r in runs)} s (median {statistics.median(runs):.3f} s)"
                 )
 
 
