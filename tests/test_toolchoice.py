@@ -5,6 +5,8 @@ reports the floor a plain-Python computation gives."""
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -186,3 +188,20 @@ def test_big_generated_problems_anneal_their_first_plans_and_beat_greedy_work() 
 
 def test_small_problems_are_not_annealed(refund: Problem) -> None:
     assert ToolChoice(refund).anneal_evals == 0
+
+
+def test_plans_made_again_share_their_task_objects_and_equal_fresh_ones() -> None:
+    """plan_of hands back a task it made before when it is made of the same things (what is kept
+    on a task is then reused); the plan is the same value as one built from scratch, and a pickled
+    ToolChoice (shipped to a worker) starts without those tasks."""
+    problem = generate_problem(300, 3)
+    choice = ToolChoice(problem)
+    genome = choice.greedy("least_work")
+    first, again = choice.plan_of(genome), choice.plan_of(genome)
+    assert first is not None and again is not None and first.tasks
+    assert all(a is b for a, b in zip(first.tasks, again.tasks))
+    fresh = ToolChoice(problem).plan_of(genome)
+    assert fresh == first and all(a is not b for a, b in zip(fresh.tasks, first.tasks))
+    shipped = pickle.loads(pickle.dumps(choice))
+    assert shipped.made == {} and choice.made
+    assert shipped.plan_of(genome) == first

@@ -36,6 +36,9 @@ FINAL_ROUNDS = 5
 KICK_WEIGHT = 3.0
 """The kick's weight among the structural mutations (which weigh 0.5-2 each)."""
 
+MADE_TASKS = 20_000
+"""How many tasks :attr:`ToolChoice.made` keeps before it starts over (a bound on its memory)."""
+
 GREEDY_RULES = ("earliest_finish", "least_work", "bottleneck")
 """The greedy initializers, tried first; later initial plans add random noise."""
 
@@ -88,12 +91,19 @@ class ToolChoice:
     compiled: CompiledProblem = field(init=False)
     tables: tuple[Any, ...] = field(init=False, repr=False)
     base: Any = field(init=False, repr=False)
+    made: dict[tuple[Any, ...], Task] = field(init=False, repr=False, compare=False)
+    """The tasks :meth:`plan_of` made, by what they are made of: a child shares about half its
+    tasks with the plans before it, and handing back the same object lets everything kept on a
+    task (its canonical text, its compiled record, its checkpoint encoding) be reused. Shared by
+    the development threads, which only ever add equal tasks (the worst race makes a duplicate);
+    emptied at :data:`MADE_TASKS` entries, and never pickled."""
     fact_id: dict[str, int] = field(init=False, repr=False)
     tool_id: dict[str, int] = field(init=False, repr=False)
     """The compiled problem's name maps, built once (every child reads its plan through them;
     built per call they cost more than the reading at 20,000 tools)."""
 
     def __post_init__(self) -> None:
+        self.made = {}
         self.compiled = compile_problem(self.problem)
         self.fact_id, self.tool_id = self.compiled.fact_id, self.compiled.tool_id
         self.tables = kernel_tables(self.compiled)
@@ -108,6 +118,12 @@ class ToolChoice:
         else:
             self.anneal_evals = min(self.anneal_evals, defaults.ANNEAL_TASK_MOVES * size,
                                     defaults.ANNEAL_TASK_EVALS // size)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Without the tasks made so far: a worker starts with none (they are only a cache)."""
+        state = dict(self.__dict__)
+        state["made"] = {}
+        return state
 
     @staticmethod
     def applies_to(problem: Problem) -> bool:
@@ -236,6 +252,7 @@ class ToolChoice:
             _, _, start = k.schedule_choice(self.tables, choice, task_of, order, color, FINAL_ROUNDS)
         ids = [f"t{i + 1}" for i in range(n)]
         approval_fact = len(cp.facts)
+        made = self.made
         tasks = []
         for pos in range(n):
             t = int(order[pos])
@@ -248,9 +265,17 @@ class ToolChoice:
             if write and cp.approval_required:
                 approver = ids[task_of[choice[approval_fact]]]
                 deps = [*(d for d in deps if d != approver), approver] if approver not in deps else deps
-            name = cp.tools[t]
-            tasks.append(Task(id=ids[pos], tool=name, deps=tuple(dict.fromkeys(deps)), inputs=inputs,
-                              idempotency_key=f"{name}:{ids[pos]}" if write else None))
+            unique = tuple(dict.fromkeys(deps))
+            key = (pos, t, unique, *inputs.values())
+            task = made.get(key)
+            if task is None:
+                name = cp.tools[t]
+                task = Task(id=ids[pos], tool=name, deps=unique, inputs=inputs,
+                            idempotency_key=f"{name}:{ids[pos]}" if write else None)
+                if len(made) >= MADE_TASKS:
+                    made.clear()
+                made[key] = task
+            tasks.append(task)
         # serial SGS on the list sorted by start reproduces a schedule at least as short
         priority = tuple(ids[int(i)] for i in np.lexsort((np.arange(n), start)))
         return Plan(tasks=tuple(tasks), priority=priority)
