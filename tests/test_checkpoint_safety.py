@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evolve.cli.main import cli
 from evolve.model.plan import Plan, Task
+from evolve.run import checkpoint
 from evolve.run.state_codec import StateError, decode, encode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,3 +138,18 @@ def test_evolve_objects_arrays_and_generators_round_trip() -> None:
 def test_unknown_types_are_refused_when_writing() -> None:
     with pytest.raises(StateError, match="cannot be checkpointed"):
         encode({"f": lambda: None})
+
+
+JSON_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5))
+JSON_VALUES = st.recursive(
+    JSON_LEAVES,
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.one_of(st.text(max_size=4), st.integers(-3, 3)), inner, max_size=4),
+    max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, st.integers(0, 5))
+def test_a_checkpoint_made_in_pieces_is_the_text_json_makes_at_once(value: object, depth: int) -> None:
+    whole = json.dumps(value, separators=(",", ":"), allow_nan=True)
+    assert checkpoint.dumps_in_pieces(value, depth) == whole

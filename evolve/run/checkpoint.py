@@ -82,7 +82,28 @@ def serialize(body: Any, identity: dict[str, Any], events_bytes: int, events_sha
     once encoded, so this may run in another thread while the search goes on)."""
     blob = {"magic": MAGIC, "version": VERSION, "identity": identity, "generation": body.get("generation"),
             "events_bytes": events_bytes, "events_sha256": events_sha256, "state": body}
-    return json.dumps(blob, separators=(",", ":"), allow_nan=True).encode()
+    return dumps_in_pieces(blob, PIECE_DEPTH).encode()
+
+
+PIECE_DEPTH = 4
+"""How deep :func:`dumps_in_pieces` splits a checkpoint: down to each plan of the population."""
+
+
+def dumps_in_pieces(value: Any, depth: int) -> str:
+    """``json.dumps(value, separators=(",", ":"), allow_nan=True)``, the same text, made one item
+    at a time down to ``depth`` levels of dicts and lists. One call of the C encoder holds the GIL
+    until it is done (tens of milliseconds for a checkpoint of big plans), which would stall the
+    development threads each time they come back from a kernel; between pieces they get it."""
+    if depth > 0 and type(value) is dict and all(type(key) is str for key in value):
+        return "{" + ",".join(f"{_dumps(key)}:{dumps_in_pieces(item, depth - 1)}"
+                              for key, item in value.items()) + "}"
+    if depth > 0 and type(value) is list:
+        return "[" + ",".join(dumps_in_pieces(item, depth - 1) for item in value) + "]"
+    return _dumps(value)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), allow_nan=True)
 
 
 def write_atomically(path: Path, data: bytes) -> None:
