@@ -9,7 +9,7 @@ perfect: the validator and the ranking are the judges.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -32,9 +32,12 @@ def template_ids(problem: Problem) -> set[str]:
     return {t.id for t in problem.template.tasks} if isinstance(problem.template, Plan) else set()
 
 
-def descendants(plan: Plan, tid: str) -> set[str]:
-    """Tasks downstream of ``tid`` (which may not feed it without closing a cycle)."""
-    succ = successors({t.id: list(t.deps) for t in plan.tasks})
+def descendants(plan: Plan | Sequence[Task], tid: str,
+                succ: Mapping[str, Sequence[str]] | None = None) -> set[str]:
+    """Tasks downstream of ``tid`` (which may not feed it without closing a cycle) among the
+    plan's tasks; ``succ``: their :func:`successor_map`, when the caller asks of many tasks."""
+    if succ is None:
+        succ = successor_map(plan)
     seen: set[str] = set()
     todo = [tid]
     while todo:
@@ -43,6 +46,12 @@ def descendants(plan: Plan, tid: str) -> set[str]:
                 seen.add(nxt)
                 todo.append(nxt)
     return seen
+
+
+def successor_map(plan: Plan | Sequence[Task]) -> dict[str, list[str]]:
+    """Each task's direct successors (the tasks that name it among their deps)."""
+    tasks = plan.tasks if isinstance(plan, Plan) else plan
+    return successors({t.id: list(t.deps) for t in tasks})
 
 
 def downstream_test(plan: Plan) -> Callable[[str, str], bool]:
@@ -114,7 +123,7 @@ def without(problem: Problem, plan: Plan, removed: set[str], rng: np.random.Gene
     for task in kept.tasks:
         if not any(d in removed for d in task.deps):
             continue
-        builder.excluded = {task.id} | descendants(builder.plan(), task.id)
+        builder.excluded = {task.id} | descendants(builder.tasks, task.id)
         inputs = dict(task.inputs)
         for key, value in task.inputs.items():
             ref = parse_ref(value)
@@ -134,6 +143,7 @@ def swap_tool(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | 
     """
     fixed = template_ids(problem)
     order = [int(i) for i in rng.permutation(len(plan.tasks))]
+    succ: dict[str, list[str]] | None = None  # the plan's, made once for every task tried
     for i in order:
         task = plan.tasks[i]
         current = problem.tools.get(task.tool)
@@ -147,7 +157,8 @@ def swap_tool(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | 
         ]
         if not options:
             continue
-        builder = Builder(problem, plan, rng, excluded={task.id} | descendants(plan, task.id))
+        succ = succ if succ is not None else successor_map(plan)
+        builder = Builder(problem, plan, rng, excluded={task.id} | descendants(plan, task.id, succ))
         for tool in builder.usable_tools(options):
             inputs = {}
             for fact in tool.inputs:
@@ -257,7 +268,8 @@ def reorder_priority(problem: Problem, plan: Plan, rng: np.random.Generator) -> 
         return None
     current = list(plan.priority) if plan.priority is not None else topological_order(
         {t.id: list(t.deps) for t in plan.tasks})
-    current += [t.id for t in plan.tasks if t.id not in current]
+    listed = set(current)
+    current += [t.id for t in plan.tasks if t.id not in listed]
     moved = current.pop(int(rng.integers(len(current))))
     current.insert(int(rng.integers(len(current) + 1)), moved)
     return Plan(tasks=plan.tasks, priority=tuple(current))
@@ -274,11 +286,12 @@ def merge_duplicates(problem: Problem, plan: Plan, rng: np.random.Generator) -> 
     """Point the readers of a task that repeats an earlier one at the original, then drop it."""
     copies = duplicates(plan)
     fixed = template_ids(problem)
+    succ = successor_map(plan) if copies else {}
     for copy, original in copies.items():
         if copy in fixed:
             continue
-        readers = descendants(plan, copy)
-        if original in readers or original in set().union(*(descendants(plan, r) for r in readers)):
+        readers = descendants(plan, copy, succ)
+        if original in readers or original in set().union(*(descendants(plan, r, succ) for r in readers)):
             continue
         mapping = {copy: original}
         tasks = [
