@@ -114,8 +114,10 @@ class GaParams:
     #: the adaptive mix's second decoder: < 0 the parallel SGS (non-delay schedules), else the
     #: delay-bounded SGS with this delay (between non-delay and active schedules); children
     #: only. j120 sample (150 instances, seeds 0-2) against the parallel SGS, with the serial
-    #: one: delay 1 -0.14 / -0.16 at 1k / 5k, 2 -0.09 / -0.13, 4 -0.03 / +0.01
-    par_delay: int = 1
+    #: one: delay 1 -0.14 / -0.16 at 1k / 5k, 2 -0.09 / -0.13, 4 -0.03 / +0.01. None: 1 up to
+    #: 10,000 schedules, else 2 (j120 at 50k, 100 instances, seeds 0-2, with ``ser_delay`` 5:
+    #: 2 -0.053 against 1; ``ser_delay`` 3 or 8 instead of 5 there: +0.002 / -0.004)
+    par_delay: int | None = None
     #: the same for the mix's first decoder (< 0: the serial SGS, active schedules); with
     #: ``par_delay`` 1: delay 5 -0.21 / -0.10 against the serial SGS, 3 -0.19 / -0.06, 10 -0.11 / -0.01
     ser_delay: int = 5
@@ -181,7 +183,9 @@ def _resolve(p: GaParams, n: int, budget: int) -> GaParams:
     # polishing hurts j30 and helps j60/j120, more so with more budget
     polish = p.polish_slack if p.polish_slack is not None else (POLISH_OFF if n <= 40 else 3 if short else 10)
     mutation = p.mutation_rate if p.mutation_rate is not None else (0.25 if short else 0.5)
-    return replace(p, rbrs_alpha=alpha, restart_near=near, polish_slack=polish, mutation_rate=mutation)
+    delay = p.par_delay if p.par_delay is not None else (1 if short else 2)
+    return replace(p, rbrs_alpha=alpha, restart_near=near, polish_slack=polish, mutation_rate=mutation,
+                   par_delay=delay)
 
 
 def solve(
@@ -331,6 +335,7 @@ class BiPopulationGA:
         """This generation's settings as the kernel's typed record."""
         p = self.params
         assert p.mutation_rate is not None and p.polish_slack is not None  # filled by _resolve
+        assert p.par_delay is not None
         return GenerationParams(
             mut_rate=float(p.mutation_rate), mut_moves=int(p.mutation_moves),
             tour_father=int(p.tournament_father), tour_mother=int(p.tournament_mother),
