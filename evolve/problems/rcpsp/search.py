@@ -116,7 +116,8 @@ class GaParams:
     #: only. j120 sample (150 instances, seeds 0-2) against the parallel SGS, with the serial
     #: one: delay 1 -0.14 / -0.16 at 1k / 5k, 2 -0.09 / -0.13, 4 -0.03 / +0.01. None: 1 up to
     #: 10,000 schedules, else 2 (j120 at 50k, 100 instances, seeds 0-2, with ``ser_delay`` 5:
-    #: 2 -0.053 against 1; ``ser_delay`` 3 or 8 instead of 5 there: +0.002 / -0.004)
+    #: 2 -0.053 against 1, 3 +0.067 against 2; ``ser_delay`` 3 or 8 instead of 5 there: +0.002 /
+    #: -0.004 with delay 1, 8 +0.132 with delay 2)
     par_delay: int | None = None
     #: the same for the mix's first decoder (< 0: the serial SGS, active schedules); with
     #: ``par_delay`` 1: delay 5 -0.21 / -0.10 against the serial SGS, 3 -0.19 / -0.06, 10 -0.11 / -0.01
