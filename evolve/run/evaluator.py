@@ -317,9 +317,11 @@ class Evaluator:
         fitnesses = self.fitnesses if self.trusted else None
         development = self.development
         if self.in_threads():
+            def one(item: Work) -> Developed:
+                return hashed(develop(self.problem, development, item, fitnesses))
+
             pool = self.thread_pool()
-            futures = [pool.submit(lambda item: hashed(develop(self.problem, development, item, fitnesses)),
-                                   item) for item in work]
+            futures = [pool.submit(one, item) for item in work]
             while self.chores:  # this thread would only wait: its chores overlap the kernels
                 self.chores.pop(0).run()
             return [future.result() for future in futures]
