@@ -62,13 +62,6 @@ def fingerprint(data: object) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def snapshot(state: dict[str, Any], identity: dict[str, Any], events_bytes: int,
-             events_sha256: str, memo: EncodeMemo | None = None) -> bytes:
-    """The checkpoint's bytes: taken at once, so the search may go on changing its state
-    (``memo``: encodings kept from the previous snapshot, see :class:`EncodeMemo`)."""
-    return serialize(encode_state(state, memo), identity, events_bytes, events_sha256)
-
-
 def encode_state(state: dict[str, Any], memo: EncodeMemo | None = None) -> Any:
     """The state as plain data: what the search may change later is copied into it now."""
     try:
@@ -117,12 +110,14 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 
 class Writer:
-    """Writes checkpoints in a background thread, so disk time overlaps the next generation.
+    """Writes checkpoints off the search's path, so their text and disk time overlap the next
+    generation.
 
     The state is encoded synchronously (into plain data the search no longer touches); the
-    JSON text of it, the write, fsync and rename run behind, where they overlap the next
-    generation's development (its kernels release the GIL). A new checkpoint waits for the
-    previous one, and :meth:`close` waits for the last, so the newest complete checkpoint is
+    JSON text of it, the write, fsync and rename are a :class:`~evolve.run.chores.Chore` for
+    :attr:`runner` (a thread of its own by default; the run's evaluator runs it while it waits
+    for its development threads, whose kernels release the GIL). A new checkpoint waits for the
+    previous one, and leaving the ``with`` block waits for the last, so the newest complete checkpoint is
     always on disk or coming.
     :meth:`due` says whether the next generation's state is to be written (the first
     always, then one each ``interval`` seconds); the first is written before :meth:`save`

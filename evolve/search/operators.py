@@ -9,7 +9,7 @@ perfect: the validator and the ranking are the judges.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -32,20 +32,11 @@ def template_ids(problem: Problem) -> set[str]:
     return {t.id for t in problem.template.tasks} if isinstance(problem.template, Plan) else set()
 
 
-def descendants(plan: Plan | Sequence[Task], tid: str,
-                succ: Mapping[str, Sequence[str]] | None = None) -> set[str]:
-    """Tasks downstream of ``tid`` (which may not feed it without closing a cycle) among the
-    plan's tasks; ``succ``: their :func:`successor_map`, when the caller asks of many tasks."""
-    if succ is None:
-        succ = successor_map(plan)
-    seen: set[str] = set()
-    todo = [tid]
-    while todo:
-        for nxt in succ.get(todo.pop(), []):
-            if nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return seen
+def descendants(plan: Plan | Sequence[Task], tid: str) -> set[str]:
+    """Tasks downstream of ``tid`` (which may not feed it without closing a cycle): its
+    :func:`~evolve.model.graph.upstream` in the plan's :func:`successor_map` (a caller asking of
+    many tasks of one plan makes the map once and asks ``upstream`` itself)."""
+    return upstream(tid, successor_map(plan))
 
 
 def successor_map(plan: Plan | Sequence[Task]) -> dict[str, list[str]]:
@@ -158,7 +149,7 @@ def swap_tool(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | 
         if not options:
             continue
         succ = succ if succ is not None else successor_map(plan)
-        builder = Builder(problem, plan, rng, excluded={task.id} | descendants(plan, task.id, succ))
+        builder = Builder(problem, plan, rng, excluded={task.id} | upstream(task.id, succ))
         for tool in builder.usable_tools(options):
             inputs = {}
             for fact in tool.inputs:
@@ -290,8 +281,8 @@ def merge_duplicates(problem: Problem, plan: Plan, rng: np.random.Generator) -> 
     for copy, original in copies.items():
         if copy in fixed:
             continue
-        readers = descendants(plan, copy, succ)
-        if original in readers or original in set().union(*(descendants(plan, r, succ) for r in readers)):
+        readers = upstream(copy, succ)
+        if original in readers or original in set().union(*(upstream(r, succ) for r in readers)):
             continue
         mapping = {copy: original}
         tasks = [
