@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -133,3 +134,29 @@ def test_json_holds_the_settings_and_the_default_search_result(tmp_path: Path) -
     inst = load_instance(DATA / "j60" / "j601_1.sm")
     same = solve(inst, schedules=120, seed=instance_seed(0, "j601_1"))
     assert doc["records"][0]["makespan"] == same.makespan and doc["records"][0]["starts"] == list(same.starts)
+
+
+@needs_data
+def test_the_bench_audits_every_schedule_before_counting_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search that lies about its schedule stops the benchmark with the instance's name."""
+    import evolve.problems.rcpsp.bench as bench_mod
+
+    inst = load_instance(DATA / "j30" / "j301_1.sm")
+    honest = solve(inst, schedules=100, seed=0)
+    bench_mod.audit_schedule(inst, honest.starts, honest.makespan)  # the real result passes
+    with pytest.raises(bench_mod.InfeasibleSchedule, match="reported makespan"):
+        bench_mod.audit_schedule(inst, honest.starts, honest.makespan - 1)
+    squeezed = honest.starts.copy()
+    squeezed[1:] = 0  # everything at time 0: precedence and capacity broken
+    with pytest.raises(bench_mod.InfeasibleSchedule, match=r"j301_1.*before predecessor"):
+        bench_mod.audit_schedule(inst, squeezed, int((squeezed + inst.durations).max()))
+
+    real_solve = bench_mod.solve
+
+    def lying_solve(*args: object, **kwargs: object) -> object:
+        res = real_solve(*args, **kwargs)  # type: ignore[arg-type]
+        return dataclasses.replace(res, makespan=res.makespan - 1)
+
+    monkeypatch.setattr(bench_mod, "solve", lying_solve)
+    with pytest.raises(bench_mod.InfeasibleSchedule, match="reported makespan"):
+        run_psplib_grid(["j30"], budgets=[50], seeds=[0], instances=1, jobs=1)

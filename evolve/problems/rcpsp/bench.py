@@ -29,13 +29,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from joblib import Parallel, delayed
 
 from evolve import defaults
 from evolve.model.errors import UsageError
+from evolve.problems.rcpsp.check import schedule_violations
 from evolve.problems.rcpsp.instance import (
     PSPLIB_SETS,
     BestKnown,
+    RcpspInstance,
     load_best_known,
     load_instance,
     lower_bound,
@@ -173,6 +176,26 @@ def ordinal(k: int) -> str:
     return f"{k}{suffix}"
 
 
+class InfeasibleSchedule(ValueError):
+    """The search returned a schedule the independent check rejects: the benchmark stops."""
+
+
+def audit_schedule(inst: RcpspInstance, starts: npt.ArrayLike, makespan: int) -> None:
+    """Re-check a schedule before its makespan is counted.
+
+    The figures average the search's own makespans; this check is the
+    independent numpy one of :mod:`evolve.problems.rcpsp.check`, and the
+    makespan must be the schedule's last finish, so a decoder bug cannot
+    improve the table.
+    """
+    problems = schedule_violations(inst, starts)
+    finish = int((np.asarray(starts, dtype=np.int64) + inst.durations).max(initial=0))
+    if not problems and finish != makespan:
+        problems = [f"reported makespan {makespan} but the last activity ends at {finish}"]
+    if problems:
+        raise InfeasibleSchedule(f"{inst.name}: infeasible schedule: " + "; ".join(problems[:3]))
+
+
 def _run_one(path: Path, set_name: str, bk: BestKnown, schedules: int | None, seconds: float | None,
              seed: int, params: GaParams | None) -> InstanceRecord:
     warm_up()  # once per process, before the clock of solve() starts
@@ -180,6 +203,7 @@ def _run_one(path: Path, set_name: str, bk: BestKnown, schedules: int | None, se
     bound = lower_bound(inst)
     res = solve(inst, schedules=schedules, seconds=seconds, seed=instance_seed(seed, inst.name),
                 lower_bound=bound, params=params)
+    audit_schedule(inst, res.starts, res.makespan)
     return InstanceRecord(
         instance=inst.name, set_name=set_name, budget=schedules, seed=seed, makespan=res.makespan,
         starts=[int(x) for x in res.starts], finishes=[int(x) for x in res.starts + inst.durations],
