@@ -151,7 +151,7 @@ def test_the_bench_audits_every_schedule_before_counting_it(monkeypatch: pytest.
     with pytest.raises(bench_mod.InfeasibleSchedule, match=r"j301_1.*before predecessor"):
         bench_mod.audit_schedule(inst, squeezed, int((squeezed + inst.durations).max()))
 
-    real_solve = bench_mod.solve
+    real_solve = solve
 
     def lying_solve(*args: object, **kwargs: object) -> object:
         res = real_solve(*args, **kwargs)  # type: ignore[arg-type]
