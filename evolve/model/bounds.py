@@ -35,6 +35,9 @@ feasible schedules of tasks, not about evolve's scheduler:
   bottleneck and evolve's schedules pack them almost perfectly, so this is the argument that
   counts; without ``M``'s other rows HiGHS proves it far faster than the whole model.
 * ``energy-mip``: the whole model with ``used`` integral, in the time that is left.
+* ``path-mip``: the whole model plus the paths through the producers a plan picks, not the
+  fastest ones (:mod:`evolve.model.path_bound` says why it holds): what closes the gap when the
+  least-work tool set cannot pack because its own chain is long.
 
 Tails: in a minimal plan a task's end is followed by at least the duration and tail of some
 task that reads one of its facts (or, for an approval, of some write), unless it makes a
@@ -52,6 +55,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from evolve.model.energy_bound import THRESHOLDS, energy_model, solve_lp, solve_mip, solve_work
+from evolve.model.path_bound import HORIZON, solve_path
 from evolve.model.problem import Problem, Tool
 
 MIP_SECONDS = 5.0
@@ -231,13 +235,15 @@ WORK_SHARE = 0.7
 the whole integral model."""
 
 
-def lower_bound(problem: Problem, *, mip_seconds: float | None = None,
+def lower_bound(problem: Problem, *, mip_seconds: float | None = None, path_seconds: float | None = None,
                 thresholds: int = THRESHOLDS) -> LowerBound:
     """The best of the arguments of the module docstring for ``problem`` (its template ignored:
     a template only adds tasks, so a bound without it still holds).
 
     ``mip_seconds``: also solve the integral energy model for at most that long (``None``:
-    the LP only, which takes a fraction of a second at 1,000 facts).
+    the LP only, which takes a fraction of a second at 1,000 facts). ``path_seconds``: then
+    also solve the chosen-path model (:mod:`evolve.model.path_bound`) for at most that long,
+    with the horizon :data:`~evolve.model.path_bound.HORIZON` times the best bound so far.
     """
     began = time.perf_counter()
     tools = candidate_tools(problem)
@@ -259,6 +265,10 @@ def lower_bound(problem: Problem, *, mip_seconds: float | None = None,
         parts["energy-mip"], why, whole = solve_mip(model, max(0.01, deadline - time.perf_counter()))
         names["energy-mip"] = f"energy-mip ({why})"
         witness = tuple(tools[i].name for i in (chosen or whole))
+    if path_seconds is not None:
+        horizon = HORIZON * max(parts.values())
+        parts["path-mip"], why = solve_path(problem, tools, model, head, tail, ready, horizon, path_seconds)
+        names["path-mip"] = f"path-mip ({why})"
     source = max(parts, key=lambda k: (parts[k], -list(parts).index(k)))
     return LowerBound(value=parts[source], source=names.get(source, source), parts=parts,
                       seconds=time.perf_counter() - began, witness=witness)

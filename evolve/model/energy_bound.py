@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, linprog, milp
 from scipy.sparse import coo_matrix, csr_matrix
 
 from evolve.model.problem import Problem, Tool
@@ -304,6 +304,19 @@ def binding(model: EnergyModel, x: np.ndarray) -> str:
     return tight[0] if tight else "energy"
 
 
+def proven(res: OptimizeResult, fallback: float) -> float:
+    """What a HiGHS MIP result proves about its minimum: the dual bound, not the objective,
+    which at "optimal" may still sit up to the relative gap tolerance (1e-4) above it.
+    ``fallback`` when HiGHS proved nothing."""
+    dual = getattr(res, "mip_dual_bound", None)
+    if dual is not None and math.isfinite(dual):
+        return float(dual)
+    gap = getattr(res, "mip_gap", None)
+    if res.status == 0 and res.fun is not None and gap == 0:
+        return float(res.fun)
+    return fallback
+
+
 def solve_mip(model: EnergyModel, seconds: float) -> tuple[float, str, list[int]]:
     """The integral model's optimum (rows generated at each integral solution), or its proven
     dual bound when the time limit stops it; the label of the binding row; and the tools of
@@ -330,13 +343,12 @@ def solve_mip(model: EnergyModel, seconds: float) -> tuple[float, str, list[int]
         if x is not None:
             chosen = [i for i in range(n) if x[i] > 0.5]
         if res.status == 0 and x is not None:
-            value, label = max(value, float(res.fun)), binding(model, x)
+            value, label = max(value, proven(res, value)), binding(model, x)
             if not separate(model, x):
                 break
             continue
-        dual = getattr(res, "mip_dual_bound", None)
-        if dual is not None and math.isfinite(dual) and dual > value:
-            value, label = float(dual), "energy-mip"
+        if proven(res, value) > value:
+            value, label = proven(res, value), "energy-mip"
         break
     return value, label, chosen
 
@@ -359,7 +371,4 @@ def solve_work(model: EnergyModel, resource: str, seconds: float) -> tuple[float
     if res.status == 2:
         return math.inf, []
     chosen = [] if res.x is None else [i for i in range(n) if res.x[i] > 0.5]
-    if res.status == 0 and res.fun is not None:
-        return float(res.fun), chosen
-    dual = getattr(res, "mip_dual_bound", None)
-    return (float(dual) if dual is not None and math.isfinite(dual) else 0.0), chosen
+    return proven(res, 0.0), chosen
