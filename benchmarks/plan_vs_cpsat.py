@@ -499,7 +499,7 @@ def measure(size: int, seed: int, budgets: Sequence[float], work: Path, bound_se
     problem = load_problem(path)
     case = Case(size=size, seed=seed, facts=count_facts(doc), tools=len(doc["tools"]))
     progress(f"size {size} seed {seed}: lower bound")
-    case.bound = lower_bound(problem, mip_seconds=bound_seconds)
+    case.bound = lower_bound(problem, mip_seconds=bound_seconds, path_seconds=bound_seconds)
     if case.bound.witness and witness_seconds > 0:
         progress(f"size {size} seed {seed}: witness")
         case.witness = witness_run(problem, case.bound, witness_seconds, seed)
