@@ -12,23 +12,29 @@ from evolved_plans import evolved
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evolve.fitness.strategies import problems, valid_plans
 from evolve.model.coverage import contributing_tasks, covered_criteria
+from evolve.model.patch import renamed
 from evolve.model.plan import Plan, Task, parse_ref
 from evolve.model.problem import Problem
 from evolve.model.validate import validate
-from evolve.search.chaining import construct
+from evolve.search.chaining import Builder, construct
 from evolve.search.operators import (
     STRUCTURAL,
     add_dep,
     add_task,
     complete,
     crossover,
+    descendants,
+    names_any,
     prune,
     remove_dep,
     remove_task,
     reorder_priority,
     rewire,
     swap_tool,
+    with_data_deps,
+    without,
 )
 
 MUTATIONS = [fn for fn, _ in STRUCTURAL.mutations]
@@ -242,3 +248,55 @@ def test_crossover_without_criteria_is_not_applicable(refund: Problem) -> None:
     problem = replace(refund, criteria=())
     plan = valid_parent(refund, 0)
     assert crossover(problem, plan, plan, np.random.default_rng(0)) is None
+
+
+def without_rebuilding(problem: Problem, plan: Plan, removed: set[str], rng: np.random.Generator) -> Plan:
+    """The reference ``without``: each rewired task's descendants walked in a successor map
+    made afresh from the builder's tasks (what the incremental map must always equal)."""
+    kept = Plan(tasks=tuple(t for t in plan.tasks if t.id not in removed), priority=plan.priority)
+    builder = Builder(problem, kept, rng)
+    for task in kept.tasks:
+        if not any(d in removed for d in task.deps):
+            continue
+        builder.excluded = {task.id} | descendants(builder.tasks, task.id)
+        inputs = dict(task.inputs)
+        for key, value in task.inputs.items():
+            ref = parse_ref(value)
+            if ref is not None and ref.task in removed:
+                inputs[key] = builder.provide(ref.fact) or value
+        new = replace(task, inputs=inputs, deps=tuple(d for d in task.deps if d not in removed))
+        builder.tasks[builder.tasks.index(task)] = with_data_deps(new, new)
+    return builder.plan()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_without_keeps_its_successor_map_as_a_rebuild_would(data: st.DataObject) -> None:
+    problem = data.draw(problems(max_facts=7, max_tools=8))
+    plan = data.draw(valid_plans(problem, max_tasks=9))
+    ids = [t.id for t in plan.tasks]
+    if not ids:
+        return
+    removed = set(data.draw(st.lists(st.sampled_from(ids), min_size=1, max_size=3)))
+    seed = data.draw(st.integers(0, 2**16))
+    got = without(problem, plan, removed, np.random.default_rng(seed))
+    assert got == without_rebuilding(problem, plan, removed, np.random.default_rng(seed))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_a_task_naming_no_renamed_id_is_left_as_it_is(data: st.DataObject) -> None:
+    """crossover keeps a task from ``b`` itself when :func:`names_any` says renaming would not
+    touch it: then renaming gives an equal task."""
+    problem = data.draw(problems(max_facts=7, max_tools=8))
+    plan = data.draw(valid_plans(problem, max_tasks=9))
+    ids = [t.id for t in plan.tasks]
+    if not ids:
+        return
+    chosen = data.draw(st.lists(st.sampled_from(ids), max_size=3))
+    moved = {old: f"t{100 + i}" for i, old in enumerate(chosen)}
+    for task in plan.tasks:
+        if not names_any(task, moved):
+            assert renamed(task, moved) == task
+        elif any(d in moved for d in task.deps):
+            assert renamed(task, moved) != task

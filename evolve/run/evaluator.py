@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -322,8 +322,14 @@ class Evaluator:
 
             pool = self.thread_pool()
             futures = [pool.submit(one, item) for item in work]
-            while self.chores:  # this thread would only wait: its chores overlap the kernels
-                self.chores.pop(0).run()
+            if self.chores:
+                # this thread would only wait: its chores fill the core the last development
+                # leaves idle, rather than crowd the cores while all of them run
+                pending = set(futures)
+                while len(pending) > 1:
+                    pending = wait(pending, return_when=FIRST_COMPLETED).not_done
+                while self.chores:
+                    self.chores.pop(0).run()
             return [future.result() for future in futures]
         work = list(work)
         if not work:

@@ -9,7 +9,7 @@ perfect: the validator and the ranking are the judges.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -111,18 +111,39 @@ def without(problem: Problem, plan: Plan, removed: set[str], rng: np.random.Gene
     """``plan`` minus ``removed``; readers of removed outputs are rebound where possible."""
     kept = Plan(tasks=tuple(t for t in plan.tasks if t.id not in removed), priority=plan.priority)
     builder = Builder(problem, kept, rng)
+    # the builder only appends tasks (which read existing ones), so the successor map is made
+    # once and kept up to date edge by edge rather than rebuilt for every rewired task
+    succ = successor_map(builder.tasks)
+    position = {t.id: i for i, t in enumerate(builder.tasks)}
     for task in kept.tasks:
         if not any(d in removed for d in task.deps):
             continue
-        builder.excluded = {task.id} | descendants(builder.tasks, task.id)
+        builder.excluded = {task.id} | upstream(task.id, succ)
+        size = len(builder.tasks)
         inputs = dict(task.inputs)
         for key, value in task.inputs.items():
             ref = parse_ref(value)
             if ref is not None and ref.task in removed:
                 inputs[key] = builder.provide(ref.fact) or value
         new = replace(task, inputs=inputs, deps=tuple(d for d in task.deps if d not in removed))
-        builder.tasks[builder.tasks.index(task)] = with_data_deps(new, new)
+        rebuilt = with_data_deps(new, new)
+        builder.tasks[position[task.id]] = rebuilt
+        for added in builder.tasks[size:]:
+            succ[added.id] = []
+            link(succ, added)
+        for dep in task.deps:
+            if dep in succ and task.id in succ[dep]:
+                succ[dep].remove(task.id)
+        link(succ, rebuilt)
     return builder.plan()
+
+
+def link(succ: dict[str, list[str]], task: Task) -> None:
+    """Add ``task``'s incoming edges to a successor map (edges from unknown tasks ignored, as
+    :func:`~evolve.model.graph.successors` does)."""
+    for dep in task.deps:
+        if dep in succ:
+            succ[dep].append(task.id)
 
 
 def swap_tool(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
@@ -335,13 +356,27 @@ def crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> P
             else:
                 highest += 1
                 mapping[task.id] = f"t{highest}"
+        moved = {old: new for old, new in mapping.items() if old != new}
         for task in fresh:
-            child[mapping[task.id]] = renamed(task, mapping)
+            child[mapping[task.id]] = renamed(task, moved) if names_any(task, moved) else task
     # a's tasks keep a's order and the rest follow, so the recorded patch rebuilds this child exactly
     tasks = [child[t.id] for t in a.tasks if t.id in child]
     tasks += [t for tid, t in child.items() if tid not in in_a]
     plan = Plan(tasks=tuple(tasks), priority=a.priority)
     return plan.with_tasks(plan.tasks)
+
+
+def names_any(task: Task, ids: Mapping[str, str]) -> bool:
+    """Whether ``task`` is, depends on or reads one of ``ids`` (else renaming them leaves it
+    equal, and the task itself, with its memoized text, is kept)."""
+    if not ids:
+        return False
+    if task.id in ids or task.when or task.assumes or any(d in ids for d in task.deps):
+        return True
+    for value in task.inputs.values():
+        if isinstance(value, str) and value.startswith("$") and value[1:].partition(".")[0] in ids:
+            return True
+    return False
 
 
 def first_producers(problem: Problem, plan: Plan) -> dict[str, str]:
