@@ -251,6 +251,13 @@ HTN_FALLBACK = "none"
 GENERATE_TOOLS = 60
 """Tools in a generated problem (``evolve generate --tools``)."""
 
+# -- lower bounds (evolve bound) -----------------------------------------------------------------
+BOUND_MIP_SECONDS = 5.0
+"""``evolve bound --mip-seconds``: time for the least-work and whole energy MIPs together."""
+BOUND_PATH_SECONDS = 30.0
+"""``evolve bound --path-seconds``: time for the chosen-path MIP (seconds at 300 facts; at 1,000
+it stops at this limit with its dual bound)."""
+
 # -- the terminal view (evolve show) ---------------------------------------------------------------
 SHOW_WIDTH = 100
 """Line width of ``evolve show`` when neither ``--width`` nor a terminal gives one."""

@@ -21,6 +21,7 @@ from joblib import cpu_count
 
 from evolve import defaults
 from evolve.cli.bench import bench
+from evolve.cli.bound import COMMANDS as BOUND_COMMANDS
 from evolve.cli.common import EXIT_INTERRUPTED, EXIT_NO, CtrlC, friendly, runs_root
 from evolve.cli.execute import COMMANDS as EXECUTE_COMMANDS
 from evolve.cli.htn import COMMANDS as HTN_COMMANDS
@@ -332,7 +333,7 @@ def generate_cmd(tools: int, seed: int, name: str | None, no_approval: bool, no_
                err=True)
 
 
-for command in (*REPORT_COMMANDS, bench, *HTN_COMMANDS, *EXECUTE_COMMANDS, *HUMAN_COMMANDS,
+for command in (*REPORT_COMMANDS, bench, *BOUND_COMMANDS, *HTN_COMMANDS, *EXECUTE_COMMANDS, *HUMAN_COMMANDS,
                 *PATTERN_COMMANDS, *PLAN_COMMANDS, *TOOLS_COMMANDS):
     cli.add_command(command)
 
