@@ -58,9 +58,6 @@ from evolve.model.energy_bound import THRESHOLDS, energy_model, solve_lp, solve_
 from evolve.model.path_bound import HORIZON, solve_path
 from evolve.model.problem import Problem, Tool
 
-MIP_SECONDS = 5.0
-"""How long :func:`lower_bound` lets the integral energy model run when asked for it."""
-
 
 @dataclass(frozen=True)
 class LowerBound:
