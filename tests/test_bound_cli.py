@@ -75,6 +75,8 @@ def test_bad_input_is_one_clear_line(tmp_path: Path) -> None:
                      encoding="utf-8")
     fixed = runner.invoke(cli, ["bound", str(graph)])
     assert fixed.exit_code == 2 and "nothing to bound" in fixed.output, fixed.output
+    htn = runner.invoke(cli, ["bound", str(ROOT / "examples" / "htn" / "ladder.yaml")])
+    assert htn.exit_code == 2 and "an HTN domain" in htn.output, htn.output
     empty = runner.invoke(cli, ["bound", str(ROOT / "examples" / "refund.yaml"), "--plan", str(tmp_path)])
     assert empty.exit_code == 2 and "without best.json" in empty.output
     negative = runner.invoke(cli, ["bound", str(ROOT / "examples" / "refund.yaml"), "--mip-seconds", "-1"])

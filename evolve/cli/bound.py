@@ -23,6 +23,7 @@ from evolve.model.errors import UsageError
 from evolve.model.files import load_plan
 from evolve.model.validate import validate
 from evolve.problems import is_fixed_structure, load_problem
+from evolve.problems.htn import HtnProblem
 from evolve.scheduling import schedule
 
 
@@ -52,6 +53,9 @@ def bound(problem_file: str, plan_file: str | None, mip_seconds: float, path_sec
     argument's value beside it; with --plan, the plan's makespan (validated and scheduled) and
     its gap to the bound. Exit 1 when the plan is not valid."""
     problem = load_problem(problem_file)
+    if isinstance(problem, HtnProblem):
+        raise UsageError(f"{problem_file}: an HTN domain; bounds are for catalog problems, whose plans "
+                         "are any tasks that make the criteria (an HTN plan is what its methods allow)")
     if is_fixed_structure(problem) or not problem.criteria:
         raise UsageError(f"{problem_file}: no criteria to make, so nothing to bound (bounds are for "
                          "catalog problems; a fixed task graph has its own in evolve bench psplib)")
