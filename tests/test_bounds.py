@@ -107,6 +107,15 @@ def test_no_complete_plan_gives_an_infinite_bound() -> None:
     assert math.isinf(lower_bound(problem).value)
 
 
+def test_an_infeasible_cover_is_infinite_without_a_path_model() -> None:
+    """Two criteria, two tools, at most one task: the energy LP proves no plan exists, and the
+    path model is not built on an infinite horizon."""
+    problem = Problem(tools={"a": Tool("a", 2.0, ("x",), ("y",)), "b": Tool("b", 3.0, ("x",), ("z",))},
+                      initial=("x",), criteria=("y", "z"), limits=Limits(max_tasks=1))
+    got = lower_bound(problem, mip_seconds=1.0, path_seconds=1.0)
+    assert math.isinf(got.value) and "path-mip" not in got.parts
+
+
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
     pytest.importorskip("ortools")

@@ -262,7 +262,8 @@ def lower_bound(problem: Problem, *, mip_seconds: float | None = None, path_seco
         parts["energy-mip"], why, whole = solve_mip(model, max(0.01, deadline - time.perf_counter()))
         names["energy-mip"] = f"energy-mip ({why})"
         witness = tuple(tools[i].name for i in (chosen or whole))
-    if path_seconds is not None:
+    if path_seconds is not None and math.isfinite(max(parts.values())):
+        # (an infinite bound already says no plan exists, and would be no horizon for big-M rows)
         horizon = HORIZON * max(parts.values())
         parts["path-mip"], why = solve_path(problem, tools, model, head, tail, ready, horizon, path_seconds)
         names["path-mip"] = f"path-mip ({why})"
