@@ -7,6 +7,7 @@ plain dicts only so that they pickle under every joblib backend).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -21,6 +22,11 @@ T = TypeVar("T")
 
 MEMO = "_memo"
 """The instance attribute holding :meth:`Problem.derived` values; never pickled, compared or shown."""
+
+BUILDING = threading.RLock()
+"""Held while a derived index is built: development threads that all start with a fresh problem
+would otherwise each build the same index at once (under the GIL, one after the other). Reentrant,
+as one index is built from another."""
 
 
 @dataclass(frozen=True)
@@ -124,13 +130,17 @@ class Problem:
         ``build`` function itself, so two modules can never collide on a name.
         """
         memo: dict[Callable[[Problem], Any], Any] | None = self.__dict__.get(MEMO)
-        if memo is None:
-            memo = {}
-            object.__setattr__(self, MEMO, memo)  # a cache, not a change: see the docstring
-        try:
+        if memo is not None and build in memo:
             value: T = memo[build]
-        except KeyError:
-            value = memo[build] = build(self)
+            return value
+        with BUILDING:
+            memo = self.__dict__.get(MEMO)
+            if memo is None:
+                memo = {}
+                object.__setattr__(self, MEMO, memo)  # a cache, not a change: see the docstring
+            if build not in memo:
+                memo[build] = build(self)
+            value = memo[build]
         return value
 
     def __getstate__(self) -> dict[str, Any]:

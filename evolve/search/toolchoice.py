@@ -104,7 +104,7 @@ class ToolChoice:
 
     def __post_init__(self) -> None:
         self.made = {}
-        self.compiled = compile_problem(self.problem)
+        self.compiled = self.problem.derived(compile_problem)  # the one the fitnesses read too
         self.fact_id, self.tool_id = self.compiled.fact_id, self.compiled.tool_id
         self.tables = kernel_tables(self.compiled)
         nt = len(self.compiled.tools)
