@@ -56,12 +56,18 @@ class Builder:
 
     def existing(self, fact: str) -> str | None:
         """A reference to ``fact`` from what is known or already produced, if any."""
-        if fact in self.problem.initial:
+        if fact in self.problem.initial_set():
             return f"${fact}"
         tid = self.producer.get(fact)
         if tid is not None and tid not in self.excluded:
             return f"${tid}.{fact}"
         return None
+
+    def available(self) -> set[str]:
+        """The facts :meth:`existing` finds a reference to, as one set (to test many tools
+        against at once)."""
+        made = {f for f, tid in self.producer.items() if tid not in self.excluded}
+        return made | self.problem.initial_set()
 
     def provide(self, fact: str, stack: frozenset[str] = frozenset()) -> str | None:
         """A reference to ``fact``, adding producer tasks as needed; ``None`` if it cannot be made."""

@@ -90,13 +90,12 @@ def with_data_deps(task: Task, old: Task) -> Task:
 def add_task(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
     """Add one task whose inputs are all available (initial facts or outputs already in the plan)."""
     builder = Builder(problem, plan, rng)
-    ready = [
-        t for t in builder.usable_tools(problem.tools.values())
-        if all(builder.existing(f) is not None for f in t.inputs)
-    ]
-    if not ready:
+    available = builder.available()
+    ready = next((t for t in builder.usable_tools(problem.tools.values())
+                  if available.issuperset(t.inputs)), None)
+    if ready is None:
         return None
-    return builder.plan() if builder.add(ready[0]) is not None else None
+    return builder.plan() if builder.add(ready) is not None else None
 
 
 def remove_task(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
@@ -162,8 +161,10 @@ def swap_tool(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | 
         if task.id in fixed or current is None:
             continue
         needed = set(produced_by(problem, task) or ()) & read_facts(problem, plan, task.id)
+        # the makers of one needed fact, in catalog order, hold every tool that makes them all
+        makers = problem.producers(min(needed)) if needed else problem.tools.values()
         options = [
-            t for t in problem.tools.values()
+            t for t in makers
             if t.name != task.tool and needed <= set(t.outputs)
             and (current.risk != "approval" or t.risk == "approval")
         ]
