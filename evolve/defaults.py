@@ -93,13 +93,6 @@ POOL_AFTER_SECONDS = 2.0
 """Seconds of developing children in this process after which a run starts its local workers
 (the climbs a run does before that would not win back the workers' start: about 1-2 s each
 to import evolve and load the compiled kernels)."""
-DEVELOP_SWITCH_INTERVAL = 0.001
-"""Seconds a thread may hold the GIL while another waits for it, while children develop in
-threads (Python's default is 0.005). A kernel that returns must take the GIL back from whoever
-runs Python (the search drafting the next child, another thread decoding its plan) and would
-otherwise wait up to the whole interval, on each of the several returns a child makes: at
-3,000 facts, 1 ms developed children about 5 % faster in two threads (1.89x against 1.80x
-over one, ``evolve run`` of three children side by side)."""
 EVAL_AVERAGE_WEIGHT = 0.3
 """Weight of the newest measurement in the evaluator's moving averages of in-process and pool
 time, so one noisy call does not flip its choice."""

@@ -6,7 +6,6 @@ while developing costs nothing but the time to redo its work here."""
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from dataclasses import replace
@@ -17,7 +16,6 @@ import pytest
 from numba.core.registry import CPUDispatcher as Dispatcher
 from plugins.development import DiesInWorkers, Recorded, ThreadRecorded
 
-from evolve import defaults
 from evolve.fitness import compiled as fitness_compiled
 from evolve.fitness.registry import resolve_all
 from evolve.model import graph_kernels, plan_arrays
@@ -32,7 +30,7 @@ from evolve.scheduling import kernel as scheduling_kernel
 from evolve.search import anneal_kernels, toolchoice_kernels
 from evolve.search.develop import Development, InProcess, Work, develop
 from evolve.search.loop import Search, child_rng
-from evolve.search.operators import OperatorSet, thread_safe
+from evolve.search.operators import OperatorSet
 from evolve.search.options import SearchOptions
 from evolve.search.ranking import Ranking
 
@@ -108,24 +106,6 @@ def test_thread_safe_operators_are_developed_in_threads_and_nothing_changes(
     assert all(m.startswith(f"{os.getpid()}-evolve-develop") for m in marks), marks
     assert len(marks) == 3, "the children were not spread over the jobs + 1 threads"
     assert evaluator.parallel is None  # no worker process was started for them
-
-
-def test_threads_develop_with_a_short_switch_interval_and_give_it_back(problem: Problem) -> None:
-    """While children develop in threads, a kernel that returns waits at most
-    DEVELOP_SWITCH_INTERVAL for the GIL; the interpreter gets its own interval back when the
-    run's threads end, so a caller's program is not changed by having run a search."""
-    before = sys.getswitchinterval()
-    seen: list[float] = []
-    ops = default_operators(problem)
-
-    def spying(problem: Problem, plan: Any, rng: Any) -> Any:
-        seen.append(sys.getswitchinterval())
-        return ops.improve(problem, plan, rng) if ops.improve is not None else plan
-
-    thread_safe(spying)
-    run(problem, replace(ops, improve=spying), jobs=2)
-    assert seen and all(v == pytest.approx(defaults.DEVELOP_SWITCH_INTERVAL) for v in seen)
-    assert sys.getswitchinterval() == before
 
 
 def test_threads_that_meet_a_fresh_problem_build_its_indexes_once() -> None:

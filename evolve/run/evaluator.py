@@ -381,13 +381,10 @@ class Evaluator:
         """The run's threads, started on first need and joined when the run ends: ``jobs + 1``,
         as the search's own thread only waits meanwhile (the pool path's share of this process),
         so the three children of a default generation share two cores and finish in 1.5 child
-        times, where two threads would take two. Until they are joined, the interpreter's switch
-        interval is :data:`~evolve.defaults.DEVELOP_SWITCH_INTERVAL`."""
+        times, where two threads would take two."""
         if self.threads is None:
             self.threads = self.stack.enter_context(
                 ThreadPoolExecutor(self.jobs + 1, thread_name_prefix="evolve-develop"))
-            self.stack.callback(sys.setswitchinterval, sys.getswitchinterval())
-            sys.setswitchinterval(defaults.DEVELOP_SWITCH_INTERVAL)
         return self.threads
 
     def worth_a_pool(self, began: float) -> bool:
