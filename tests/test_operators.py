@@ -300,3 +300,37 @@ def test_a_task_naming_no_renamed_id_is_left_as_it_is(data: st.DataObject) -> No
             assert renamed(task, moved) == task
         elif any(d in moved for d in task.deps):
             assert renamed(task, moved) != task
+
+
+def add_task_scanning(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:
+    """:func:`add_task` as it was: every usable tool asked, input by input, whether the builder
+    finds it a reference (the oracle of the one-set version)."""
+    builder = Builder(problem, plan, rng)
+    ready = [t for t in builder.usable_tools(problem.tools.values())
+             if all(builder.existing(f) is not None for f in t.inputs)]
+    if not ready:
+        return None
+    return builder.plan() if builder.add(ready[0]) is not None else None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_add_task_picks_what_asking_every_tool_would(data: st.DataObject) -> None:
+    problem = data.draw(problems(max_facts=7, max_tools=8))
+    plan = data.draw(valid_plans(problem, max_tasks=9))
+    seed = data.draw(st.integers(0, 2**16))
+    got = add_task(problem, plan, np.random.default_rng(seed))
+    assert got == add_task_scanning(problem, plan, np.random.default_rng(seed))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_swap_tool_options_are_those_of_the_whole_catalog(data: st.DataObject) -> None:
+    """swap_tool looks for replacements among the makers of one needed fact: the same tools, in
+    the same (catalog) order, as a scan of the catalog finds."""
+    problem = data.draw(problems(max_facts=7, max_tools=8))
+    for fact in {f for tool in problem.tools.values() for f in tool.outputs}:
+        for needed in ({fact}, {fact, *list(problem.criteria)[:1]}):
+            scanned = [t for t in problem.tools.values() if needed <= set(t.outputs)]
+            among = [t for t in problem.producers(min(needed)) if needed <= set(t.outputs)]
+            assert among == scanned
