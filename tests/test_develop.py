@@ -20,6 +20,7 @@ from evolve.fitness import compiled as fitness_compiled
 from evolve.fitness.registry import resolve_all
 from evolve.model import graph_kernels, plan_arrays
 from evolve.model.problem import Problem
+from evolve.model.validate import validate
 from evolve.problems import default_operators
 from evolve.problems.synthetic import generate_problem
 from evolve.run import checkpoint
@@ -52,7 +53,7 @@ def run(problem: Problem, operators: OperatorSet, *, jobs: int, backend: str = "
     evaluator = Evaluator(problem, fitnesses, jobs=jobs, backend=backend,
                           min_parallel_seconds=0.0 if force_pool else 1.0,
                           pool_after_seconds=0.0 if force_pool else 60.0,
-                          development=Development(operators.initial, operators.improve))
+                          development=Development.of(operators))
     with evaluator:
         Search(problem, operators=operators, evaluator=evaluator, ranking=Ranking.of(fitnesses),
                options=OPTIONS, on_event=events.append, developer=evaluator).run()
@@ -106,6 +107,34 @@ def test_thread_safe_operators_are_developed_in_threads_and_nothing_changes(
     assert all(m.startswith(f"{os.getpid()}-evolve-develop") for m in marks), marks
     assert len(marks) == 3, "the children were not spread over the jobs + 1 threads"
     assert evaluator.parallel is None  # no worker process was started for them
+
+
+def test_the_warm_up_runs_beside_threaded_children_and_changes_nothing(problem: Problem) -> None:
+    """The tool-choice set's warm-up runs once, in a thread of its own, when children develop
+    in threads (never at one job); what it makes never reaches the search, and a warm-up that
+    fails costs the run nothing."""
+    ops = default_operators(problem)
+    assert ops.warm is not None
+    made = ops.warm(problem)
+    assert made is not None and validate(problem, made) == []  # a real development, smallest budget
+    calls: list[str] = []
+
+    def recorded(p: Problem) -> Any:
+        calls.append(threading.current_thread().name)
+        return ops.warm(p) if ops.warm is not None else None
+
+    def failing(p: Problem) -> Any:
+        calls.append("failing")
+        raise RuntimeError("a warm-up that breaks")
+
+    expected, _ = run(problem, replace(ops, warm=None), jobs=2)
+    got, _ = run(problem, replace(ops, warm=recorded), jobs=2)
+    assert got == expected and calls == ["evolve-warm"]
+    calls.clear()
+    assert run(problem, replace(ops, warm=failing), jobs=2)[0] == expected and calls == ["failing"]
+    calls.clear()
+    run(problem, replace(ops, warm=recorded), jobs=1)
+    assert calls == []
 
 
 def test_threads_that_meet_a_fresh_problem_build_its_indexes_once() -> None:

@@ -17,6 +17,7 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -385,7 +386,27 @@ class Evaluator:
         if self.threads is None:
             self.threads = self.stack.enter_context(
                 ThreadPoolExecutor(self.jobs + 1, thread_name_prefix="evolve-develop"))
+            if self.development is not None and self.development.warm is not None:
+                warming = threading.Thread(target=self.warm_up, name="evolve-warm", daemon=True)
+                warming.start()
+                self.stack.callback(warming.join)
         return self.threads
+
+    def warm_up(self) -> None:
+        """Load the kernels that developing and scoring a child call, in a thread of its own
+        beside the first children (see :attr:`~evolve.search.operators.OperatorSet.warm`): what
+        numba loads there, while their kernels run, they do not wait for later. An error here
+        is dropped, as nothing depends on this work: the children call the same code, and
+        meet any real error themselves."""
+        warm = self.development.warm if self.development is not None else None
+        if warm is None:
+            return
+        try:
+            made = warm(self.problem)
+            if made is not None and self.trusted:
+                evaluate_plan(self.problem, made, self.fitnesses)
+        except Exception:  # see the docstring
+            return
 
     def worth_a_pool(self, began: float) -> bool:
         """Whether to start the workers: more than one job, not the threading backend, and

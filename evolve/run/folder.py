@@ -180,7 +180,7 @@ def run_search(
                       scheduler_address=options.scheduler_address,
                       eval_timeout=options.eval_timeout, isolate=options.isolate,
                       development=(None if htn or activity_ga
-                                   else Development(operators.initial, operators.improve))) as evaluator:
+                                   else Development.of(operators))) as evaluator:
         checkpoints.runner = evaluator.defer  # a checkpoint's text overlaps the next development
 
         def save_checkpoint(search: Algorithm, last: bool = False) -> None:

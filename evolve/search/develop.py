@@ -27,15 +27,23 @@ from evolve.fitness.base import Fitness
 from evolve.fitness.evaluation import Evaluation, evaluate_plan
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
-from evolve.search.operators import Improver, Initializer, runs_in_threads
+from evolve.search.operators import Improver, Initializer, OperatorSet, Warmer, runs_in_threads
 
 
 @dataclass(frozen=True)
 class Development:
-    """What a worker needs to develop children: sent once per worker, with the problem."""
+    """What a worker needs to develop children: sent once per worker, with the problem.
+    ``warm`` loads what developing calls before the children need it (see
+    :attr:`~evolve.search.operators.OperatorSet.warm`)."""
 
     initial: Initializer
     improve: Improver | None
+    warm: Warmer | None = None
+
+    @classmethod
+    def of(cls, operators: OperatorSet) -> Development:
+        """The development of an operator set."""
+        return cls(operators.initial, operators.improve, operators.warm)
 
     @property
     def threads(self) -> bool:

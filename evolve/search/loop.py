@@ -107,7 +107,7 @@ class Search:
         self.proposer_share = proposer_share if proposer is not None else 0.0
         self.operators = operators
         self.evaluator = evaluator
-        self.developer = developer or InProcess(problem, Development(operators.initial, operators.improve))
+        self.developer = developer or InProcess(problem, Development.of(operators))
         self.ranking = ranking
         self.options = options
         self.budget = options.budget()

@@ -391,6 +391,7 @@ def first_producers(problem: Problem, plan: Plan) -> dict[str, str]:
 
 Initializer = Callable[[Problem, np.random.Generator], Plan]
 Improver = Callable[[Problem, Plan, np.random.Generator], "Plan | None"]
+Warmer = Callable[[Problem], "Plan | None"]
 
 
 Marked = TypeVar("Marked", bound=Callable[..., object])
@@ -424,6 +425,11 @@ class OperatorSet:
     crossover_rate: float = defaults.CROSSOVER_RATE
     initial: Initializer = construct
     improve: Improver | None = None
+    warm: Warmer | None = None
+    """A development at the smallest budget, made only so that the compiled kernels developing
+    a child calls are loaded (numba loads each on its first call in a process, holding its lock):
+    run beside the first children when they develop in threads, it loads the kernels they call
+    next while theirs run. What it makes never reaches the search."""
 
     @property
     def threads(self) -> bool:

@@ -282,6 +282,26 @@ class ToolChoice:
 
     # -- as operators ------------------------------------------------------------------------
 
+    def warm(self, problem: Problem) -> Plan | None:
+        """One development at the smallest budgets (one move of each search, from the greedy
+        choice, on a stream of its own), so that every kernel a child's development calls is
+        loaded; the plan it makes is for the caller to score, which loads the scoring's kernels
+        (see :attr:`~evolve.search.operators.OperatorSet.warm`). In the order the first plans
+        call them (see :meth:`greedy_initial`), so that it never holds numba's lock while they
+        wait for a kernel it could have left for later."""
+        rng = np.random.default_rng(0)
+        choice = self.base.copy()
+        if self.anneal_evals > 0:
+            self.anneal(choice, rng, 1)
+        else:
+            k.hill_climb(self.tables, choice, rng, 1, self.probe, self.near)
+        _, start = k.priority_climb(self.tables, choice, rng, 1)
+        made = self.plan_of(choice, start)
+        self.plan_of(choice)  # the kick's plans are scheduled by the kernel's own pass
+        if self.anneal_evals > 0:
+            k.hill_climb(self.tables, choice, rng, 1, self.probe, self.near)
+        return made
+
     @thread_safe
     def greedy_initial(self, problem: Problem, rng: np.random.Generator) -> Plan:
         """A greedy plan, rule and jitter drawn from the stream; hill-climbed three times in
