@@ -283,3 +283,35 @@ def test_a_checkpoint_nobody_ran_is_written_when_the_writer_waits(tmp_path: Path
         writer.save({"generation": 2}, 0, "0" * 64)
         assert len(held) == 2 and checkpoint.checkpointed_generation(tmp_path) == 1
     assert checkpoint.checkpointed_generation(tmp_path) == 2
+
+
+def test_a_child_forked_while_an_index_is_built_can_build_its_own() -> None:
+    """The lock that makes threads build an index once is not inherited held: a process forked
+    while a thread of its parent builds one can still build indexes (it would hang forever)."""
+    problem = generate_problem(40, 1)
+    started = threading.Event()
+
+    def slow_index(p: Problem) -> int:
+        started.set()
+        time.sleep(0.5)
+        return 1
+
+    builder = threading.Thread(target=lambda: problem.derived(slow_index))
+    builder.start()
+    started.wait()
+    pid = os.fork()
+    if pid == 0:  # the child: build an index of another problem, then leave at once
+        generate_problem(40, 2).derived(lambda p: 2)
+        os._exit(0)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        raise AssertionError("the forked child hung on the parent's lock")
+    builder.join()
+    assert os.waitstatus_to_exitcode(status) == 0

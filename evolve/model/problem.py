@@ -7,6 +7,7 @@ plain dicts only so that they pickle under every joblib backend).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,16 @@ BUILDING = threading.RLock()
 """Held while a derived index is built: development threads that all start with a fresh problem
 would otherwise each build the same index at once (under the GIL, one after the other). Reentrant,
 as one index is built from another."""
+
+
+def _unlocked_after_fork() -> None:
+    """A forked child gets a fresh lock: one held by a thread of the parent at the fork would
+    never be released there (that thread does not exist in the child)."""
+    global BUILDING
+    BUILDING = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_unlocked_after_fork)
 
 
 @dataclass(frozen=True)
