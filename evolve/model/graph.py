@@ -7,7 +7,7 @@ kernels in :mod:`evolve.model.graph_kernels`.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from itertools import chain
 from typing import TypeVar
 
@@ -68,13 +68,16 @@ def find_cycle(deps: Mapping[str, Sequence[str]]) -> list[str]:
     return []
 
 
-def upstream(node: str, deps: Mapping[str, Sequence[str]]) -> set[str]:
-    """Every node ``node`` depends on, directly or transitively (cycle-safe)."""
+def upstream(node: str, deps: Mapping[str, Sequence[str]],
+             known: Collection[str] = ()) -> set[str]:
+    """Every node ``node`` depends on, directly or transitively (cycle-safe), leaving out
+    ``known`` nodes and what is reached only through them: given a set closed under "depends
+    on" (a union of earlier answers), the part of the answer not in it, without walking it."""
     seen: set[str] = set()
     todo = list(deps.get(node, ()))
     while todo:
         cur = todo.pop()
-        if cur in seen or cur not in deps:
+        if cur in seen or cur not in deps or cur in known:
             continue
         seen.add(cur)
         todo.extend(deps[cur])

@@ -9,7 +9,7 @@ perfect: the validator and the ranking are the judges.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -338,19 +338,24 @@ def crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> P
     highest = highest_task_number(a.tasks)
     # each parent's graph and first producer of each fact, read once, not once per criterion
     graphs = {id(parent): (parent.dependency_map(), first_producers(problem, parent)) for parent in (a, b)}
+    # what each parent has given so far is closed under "depends on", so a criterion's sub-plan
+    # is only walked beyond it (the rest was taken, and taking it again changes nothing)
+    taken_a: set[str] = set()
     for criterion, from_b in zip(problem.criteria, take_b):
         parent = b if from_b else a
         deps, first = graphs[id(parent)]
         producer = first.get(criterion)
-        if producer is None:
+        given: Collection[str] = taken_a if parent is a else mapping.keys()
+        if producer is None or producer in given:
             continue
-        wanted = {producer} | upstream(producer, deps)
+        wanted = {producer} | upstream(producer, deps, given)
         closure = [t for t in parent.tasks if t.id in wanted]
         if parent is a:
+            taken_a |= wanted
             for task in closure:
                 child.setdefault(task.id, task)
             continue
-        fresh = [t for t in closure if t.id not in mapping]
+        fresh = closure  # none of it is mapped yet: the walk stopped at what is
         for task in fresh:
             if in_a.get(task.id) == task:
                 mapping[task.id] = task.id
