@@ -14,9 +14,8 @@ from hypothesis import strategies as st
 
 from evolve.fitness.strategies import problems, valid_plans
 from evolve.model.coverage import contributing_tasks, covered_criteria
-from evolve.model.graph import upstream
 from evolve.model.patch import renamed
-from evolve.model.plan import Plan, Task, highest_task_number, parse_ref
+from evolve.model.plan import Plan, Task, parse_ref
 from evolve.model.problem import Problem
 from evolve.model.validate import validate
 from evolve.search.chaining import Builder, construct
@@ -27,7 +26,6 @@ from evolve.search.operators import (
     complete,
     crossover,
     descendants,
-    first_producers,
     names_any,
     prune,
     remove_dep,
@@ -35,7 +33,6 @@ from evolve.search.operators import (
     reorder_priority,
     rewire,
     swap_tool,
-    template_ids,
     with_data_deps,
     without,
 )
@@ -338,50 +335,3 @@ def test_swap_tool_options_are_those_of_the_whole_catalog(data: st.DataObject) -
             among = [t for t in problem.producers(min(needed)) if needed <= set(t.outputs)]
             assert among == scanned
 
-
-def crossover_walking_all(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> Plan | None:
-    """:func:`crossover` as it was: every criterion's whole sub-plan walked and taken again
-    (the oracle of the version that walks only beyond what each parent gave already)."""
-    if not problem.criteria:
-        return None
-    take_b = rng.random(len(problem.criteria)) < 0.5
-    in_a = a.by_id()
-    child: dict[str, Task] = {t.id: t for t in a.tasks if t.id in template_ids(problem)}
-    mapping: dict[str, str] = {}
-    highest = highest_task_number(a.tasks)
-    for criterion, from_b in zip(problem.criteria, take_b):
-        parent = b if from_b else a
-        producer = first_producers(problem, parent).get(criterion)
-        if producer is None:
-            continue
-        wanted = {producer} | upstream(producer, parent.dependency_map())
-        closure = [t for t in parent.tasks if t.id in wanted]
-        if parent is a:
-            for task in closure:
-                child.setdefault(task.id, task)
-            continue
-        fresh = [t for t in closure if t.id not in mapping]
-        for task in fresh:
-            if in_a.get(task.id) == task:
-                mapping[task.id] = task.id
-            else:
-                highest += 1
-                mapping[task.id] = f"t{highest}"
-        moved = {old: new for old, new in mapping.items() if old != new}
-        for task in fresh:
-            child[mapping[task.id]] = renamed(task, moved)
-    tasks = [child[t.id] for t in a.tasks if t.id in child]
-    tasks += [t for tid, t in child.items() if tid not in in_a]
-    plan = Plan(tasks=tuple(tasks), priority=a.priority)
-    return plan.with_tasks(plan.tasks)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.data())
-def test_crossover_makes_what_walking_every_sub_plan_would(data: st.DataObject) -> None:
-    problem = data.draw(problems(max_facts=7, max_tools=8))
-    a = data.draw(valid_plans(problem, max_tasks=9))
-    b = data.draw(valid_plans(problem, max_tasks=9))
-    seed = data.draw(st.integers(0, 2**16))
-    got = crossover(problem, a, b, np.random.default_rng(seed))
-    assert got == crossover_walking_all(problem, a, b, np.random.default_rng(seed))

@@ -15,6 +15,7 @@ from evolved_plans import evolved
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evolve.fitness.strategies import problems, valid_plans
 from evolve.model.plan import Plan, Task, next_task_id
 from evolve.model.problem import Problem
 from evolve.problems.synthetic import generate_problem
@@ -116,6 +117,19 @@ def rescanned_crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Gener
     tasks += [t for tid, t in child.items() if tid not in in_a]
     plan = Plan(tasks=tuple(tasks), priority=a.priority)
     return plan.with_tasks(plan.tasks)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_crossover_on_any_plans_is_the_rescanning_walk_of_every_sub_plan(data: st.DataObject) -> None:
+    """Also on generated problems and plans: crossover, which walks a criterion's sub-plan only
+    beyond what its parent gave already, makes what walking all of it again makes."""
+    problem = data.draw(problems(max_facts=7, max_tools=8))
+    a = data.draw(valid_plans(problem, max_tasks=9))
+    b = data.draw(valid_plans(problem, max_tasks=9))
+    seed = data.draw(st.integers(0, 2**16))
+    assert crossover(problem, a, b, np.random.default_rng(seed)) == \
+        rescanned_crossover(problem, a, b, np.random.default_rng(seed))
 
 
 @settings(max_examples=40, deadline=None)
