@@ -347,8 +347,9 @@ def solve_mip(model: EnergyModel, seconds: float) -> tuple[float, str, list[int]
             if not separate(model, x):
                 break
             continue
-        if proven(res, value) > value:
-            value, label = proven(res, value), "energy-mip"
+        dual = proven(res, value)
+        if dual > value:
+            value, label = dual, "energy-mip"
         break
     return value, label, chosen
 

@@ -38,6 +38,7 @@ from evolve.model.problem import Problem
 from evolve.run.backends import BackendError, backend_session
 from evolve.run.chores import Chore, in_a_thread
 from evolve.search.develop import Developed, Development, Work, develop
+from evolve.search.operators import Warmer
 
 Item = TypeVar("Item")
 
@@ -387,20 +388,18 @@ class Evaluator:
             self.threads = self.stack.enter_context(
                 ThreadPoolExecutor(self.jobs + 1, thread_name_prefix="evolve-develop"))
             if self.development is not None and self.development.warm is not None:
-                warming = threading.Thread(target=self.warm_up, name="evolve-warm", daemon=True)
+                warming = threading.Thread(target=self.warm_up, args=(self.development.warm,),
+                                           name="evolve-warm", daemon=True)
                 warming.start()
                 self.stack.callback(warming.join)
         return self.threads
 
-    def warm_up(self) -> None:
+    def warm_up(self, warm: Warmer) -> None:
         """Load the kernels that developing and scoring a child call, in a thread of its own
         beside the first children (see :attr:`~evolve.search.operators.OperatorSet.warm`): what
         numba loads there, while their kernels run, they do not wait for later. An error here
         is dropped, as nothing depends on this work: the children call the same code, and
         meet any real error themselves."""
-        warm = self.development.warm if self.development is not None else None
-        if warm is None:
-            return
         try:
             made = warm(self.problem)
             if made is not None and self.trusted:

@@ -355,15 +355,14 @@ def crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Generator) -> P
             for task in closure:
                 child.setdefault(task.id, task)
             continue
-        fresh = closure  # none of it is mapped yet: the walk stopped at what is
-        for task in fresh:
+        for task in closure:  # none of it is mapped yet: the walk stopped at what is
             if in_a.get(task.id) == task:
                 mapping[task.id] = task.id
             else:
                 highest += 1
                 mapping[task.id] = f"t{highest}"
         moved = {old: new for old, new in mapping.items() if old != new}
-        for task in fresh:
+        for task in closure:
             child[mapping[task.id]] = renamed(task, moved) if names_any(task, moved) else task
     # a's tasks keep a's order and the rest follow, so the recorded patch rebuilds this child exactly
     tasks = [child[t.id] for t in a.tasks if t.id in child]
