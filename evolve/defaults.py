@@ -96,6 +96,11 @@ to import evolve and load the compiled kernels)."""
 EVAL_AVERAGE_WEIGHT = 0.3
 """Weight of the newest measurement in the evaluator's moving averages of in-process and pool
 time, so one noisy call does not flip its choice."""
+LANE_MARGIN = 0.1
+"""How much sooner (a share of the child's own estimated length) a generation must be predicted
+to finish before a child waits in another child's thread rather than share the cores in a
+thread of its own (see :mod:`evolve.run.lanes`): estimates are averages, and a near tie is
+not worth the risk."""
 EVAL_KILL_GRACE = 5.0
 """Seconds past ``--eval-timeout`` (times the plans of a call) before a call's workers are killed:
 the backstop for a hang the in-worker signal cannot interrupt."""

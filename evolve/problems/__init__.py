@@ -62,7 +62,8 @@ def default_operators(problem: Problem) -> OperatorSet:
         return STRUCTURAL
     choice = ToolChoice(problem)
     return replace(STRUCTURAL, mutations=(*STRUCTURAL.mutations, (choice.kick, KICK_WEIGHT)),
-                   initial=choice.greedy_initial, improve=choice.improve, warm=choice.warm)
+                   initial=choice.greedy_initial, improve=choice.improve, warm=choice.warm,
+                   kind=choice.kind)
 
 
 __all__ = ["default_operators", "is_fixed_structure", "load_problem"]

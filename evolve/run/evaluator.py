@@ -37,6 +37,7 @@ from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
 from evolve.run.backends import BackendError, backend_session
 from evolve.run.chores import Chore, in_a_thread
+from evolve.run.lanes import Lanes, average
 from evolve.search.develop import Developed, Development, Work, develop
 from evolve.search.operators import Warmer
 
@@ -228,6 +229,7 @@ class Evaluator:
         self.threads: ThreadPoolExecutor | None = None
         self.warming: Iterator[object] | None = None
         self.chores: list[Chore] = []
+        self.seconds: dict[str, float] = {}
         self.shipped: Payload | PayloadFile = Payload(problem, self.fitnesses, development)
         self.stack = ExitStack()
 
@@ -304,8 +306,9 @@ class Evaluator:
         """The children of ``work`` developed, in order, and scored in the same trip when the
         objectives are trusted (otherwise scoring stays on :meth:`evaluate`'s isolated path).
 
-        In threads (see :meth:`in_threads`) they are developed side by side, each from the
-        moment ``work`` yields it (the search drafts the next child meanwhile); no timeout
+        In threads (see :meth:`in_threads`) they are developed side by side, the first from the
+        moment ``work`` yields it (the search drafts the next child meanwhile), the others in
+        the lanes their kinds' lengths call for (see :mod:`evolve.run.lanes`); no timeout
         applies there, as a signal stops only the main thread, but with an ``eval_timeout``
         nothing is scored in them either (the objectives are then not trusted).
 
@@ -322,8 +325,9 @@ class Evaluator:
             def one(item: Work) -> Developed:
                 return hashed(develop(self.problem, development, item, fitnesses))
 
-            pool = self.thread_pool()
-            futures = [pool.submit(one, item) for item in work]
+            lanes = Lanes(self.thread_pool(), self.jobs, self.seconds)
+            futures = lanes.run((functools.partial(one, item), development.kind_of(self.problem, item))
+                                for item in work)
             if self.chores:
                 # this thread would only wait: its chores fill the core the last development
                 # leaves idle, rather than crowd the cores while all of them run
@@ -467,11 +471,6 @@ def hashed(developed: Developed) -> Developed:
     if developed.plan is not None:
         plan_hash(developed.plan)
     return developed
-
-
-def average(previous: float | None, value: float, weight: float = defaults.EVAL_AVERAGE_WEIGHT) -> float:
-    """An exponential moving average, so one noisy measurement does not flip the choice."""
-    return value if previous is None else (1 - weight) * previous + weight * value
 
 
 def resolve_jobs(jobs: int | None) -> int:

@@ -27,23 +27,29 @@ from evolve.fitness.base import Fitness
 from evolve.fitness.evaluation import Evaluation, evaluate_plan
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
-from evolve.search.operators import Improver, Initializer, OperatorSet, Warmer, runs_in_threads
+from evolve.search.operators import Improver, Initializer, Kind, OperatorSet, Warmer, runs_in_threads
 
 
 @dataclass(frozen=True)
 class Development:
     """What a worker needs to develop children: sent once per worker, with the problem.
-    ``warm`` loads what developing calls before the children need it (see
-    :attr:`~evolve.search.operators.OperatorSet.warm`)."""
+    ``warm`` loads what developing calls before the children need it, and ``kind`` names the
+    development a child will get (see :attr:`~evolve.search.operators.OperatorSet.warm` and
+    :attr:`~evolve.search.operators.OperatorSet.kind`)."""
 
     initial: Initializer
     improve: Improver | None
     warm: Warmer | None = None
+    kind: Kind | None = None
 
     @classmethod
     def of(cls, operators: OperatorSet) -> Development:
         """The development of an operator set."""
-        return cls(operators.initial, operators.improve, operators.warm)
+        return cls(operators.initial, operators.improve, operators.warm, operators.kind)
+
+    def kind_of(self, problem: Problem, work: Work) -> str | None:
+        """The kind of development ``work`` will get, if the operators name it."""
+        return None if self.kind is None else self.kind(problem, work.plan, work.rng)
 
     @property
     def threads(self) -> bool:

@@ -396,6 +396,7 @@ def first_producers(problem: Problem, plan: Plan) -> dict[str, str]:
 Initializer = Callable[[Problem, np.random.Generator], Plan]
 Improver = Callable[[Problem, Plan, np.random.Generator], "Plan | None"]
 Warmer = Callable[[Problem], "Plan | None"]
+Kind = Callable[[Problem, "Plan | None", np.random.Generator], str]
 
 
 Marked = TypeVar("Marked", bound=Callable[..., object])
@@ -434,6 +435,11 @@ class OperatorSet:
     a child calls are loaded (numba loads each on its first call in a process, holding its lock):
     run beside the first children when they develop in threads, it loads the kernels they call
     next while theirs run. What it makes never reaches the search."""
+    kind: Kind | None = None
+    """The name of the development a child will get (its plan, ``None`` for a first plan, and
+    its stream, which this must not draw from), for developers that place children by how
+    long each kind took (see :mod:`evolve.run.lanes`): it decides when a child runs, never
+    what it makes."""
 
     @property
     def threads(self) -> bool:

@@ -17,6 +17,7 @@ conditions and literal inputs that a producer choice does not describe.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -348,8 +349,20 @@ class ToolChoice:
         annealed, annealed short and cool on its work half the time: the climb keeps the
         schedules the work alone does not see) and decoded; ``None`` if it decodes to none."""
         choice = self.choice_of(plan)
-        if self.anneal_evals > 0 and rng.random() < defaults.ANNEAL_IMPROVE_SHARE:
+        if self.anneals(rng):
             self.anneal(choice, rng, defaults.ANNEAL_IMPROVE_EVALS, defaults.ANNEAL_IMPROVE_START)
         else:
             self.climb(choice, rng)
         return self.plan_of(choice, self.polish(choice, rng))
+
+    def anneals(self, rng: np.random.Generator) -> bool:
+        """Whether :meth:`improve` anneals the child of stream ``rng`` (its first draw there)
+        rather than climb it."""
+        return self.anneal_evals > 0 and rng.random() < defaults.ANNEAL_IMPROVE_SHARE
+
+    def kind(self, problem: Problem, plan: Plan | None, rng: np.random.Generator) -> str:
+        """The development a child will get, read from a copy of its stream: a first plan, a
+        short anneal or a climb (see :attr:`~evolve.search.operators.OperatorSet.kind`)."""
+        if plan is None:
+            return "initial"
+        return "anneal" if self.anneals(copy.deepcopy(rng)) else "climb"
