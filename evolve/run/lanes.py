@@ -128,6 +128,7 @@ class Lanes:
             self.lanes[lane].append(track)
             self.last[lane] = future
         return future
+
     def lane_for(self, estimate: float | None, now: float) -> int | None:
         """The lane to append a child of ``estimate`` seconds to, or ``None`` for a lane of its
         own: its own whenever a core is free or any length is unknown."""
