@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, linprog, milp
-from scipy.sparse import coo_matrix, csr_matrix
+from scipy.sparse import csr_matrix
 
 from evolve.model.problem import Problem, Tool
+from evolve.model.sparse_rows import SparseRows
 
 SLOTS = "max_parallel"
 """The name the ``max_parallel`` slots go by among the resources of an energy argument."""
@@ -95,23 +96,20 @@ class EnergyModel:
     supply: Supply | None = None
     work: dict[str, list[float]] = field(default_factory=dict)
     """Each resource's work per tool, over its capacity (the plain energy rows' weights)."""
-    r_idx: list[int] = field(default_factory=list)
-    c_idx: list[int] = field(default_factory=list)
-    vals: list[float] = field(default_factory=list)
-    upper: list[float] = field(default_factory=list)
+    rows: SparseRows = field(default_factory=SparseRows)
     labels: list[str] = field(default_factory=list)
 
     def row(self, entries: Iterable[tuple[int, float]], ub: float, label: str = "cover") -> None:
-        r = len(self.upper)
-        for col, value in entries:
-            self.r_idx.append(r)
-            self.c_idx.append(col)
-            self.vals.append(value)
-        self.upper.append(ub)
+        self.rows.add(entries, upper=ub)
         self.labels.append(label)
 
+    @property
+    def upper(self) -> list[float]:
+        """The right-hand sides ``b``."""
+        return self.rows.upper
+
     def matrix(self) -> csr_matrix:
-        return coo_matrix((self.vals, (self.r_idx, self.c_idx)), shape=(len(self.upper), self.n + 1)).tocsr()
+        return self.rows.matrix(self.n + 1)
 
     def cost(self) -> np.ndarray:
         cost = np.zeros(self.n + 1)

@@ -34,34 +34,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_matrix
 
 from evolve.model.energy_bound import EnergyModel, proven
 from evolve.model.problem import Problem, Tool
+from evolve.model.sparse_rows import SparseRows
 
 HORIZON = 1.25
 """The horizon ``H`` as a multiple of the best other bound: loose enough that ``min(optimum,
 H)`` is the optimum on the generated problems, tight enough that the big-M rows still cut."""
-
-
-class _Rows:
-    """Rows ``lower <= A x <= upper`` gathered as coordinates."""
-
-    def __init__(self) -> None:
-        self.r: list[int] = []
-        self.c: list[int] = []
-        self.v: list[float] = []
-        self.lower: list[float] = []
-        self.upper: list[float] = []
-
-    def add(self, entries: Sequence[tuple[int, float]], lower: float, upper: float) -> None:
-        row = len(self.lower)
-        for col, value in entries:
-            self.r.append(row)
-            self.c.append(col)
-            self.v.append(value)
-        self.lower.append(lower)
-        self.upper.append(upper)
 
 
 def solve_path(problem: Problem, tools: Sequence[Tool], energy: EnergyModel, head: Mapping[str, float],
@@ -100,7 +80,7 @@ def solve_path(problem: Problem, tools: Sequence[Tool], energy: EnergyModel, hea
             pick[(f, p)] = end0 + n + len(facts) + len(pick)
     width = end0 + n + len(facts) + len(pick)
 
-    rows = _Rows()
+    rows = SparseRows()
     for f in facts:
         ps = makers.get(f, [])
         if ps:
@@ -135,16 +115,11 @@ def solve_path(problem: Problem, tools: Sequence[Tool], energy: EnergyModel, hea
     integrality = np.zeros(width)
     integrality[:n] = 1
     integrality[end0 + n + len(facts):] = 1
-    old = len(energy.upper)
-    matrix = coo_matrix((np.concatenate([energy.vals, rows.v]),
-                         (np.concatenate([energy.r_idx, np.array(rows.r, dtype=np.int64) + old]),
-                          np.concatenate([energy.c_idx, rows.c]))),
-                        shape=(old + len(rows.lower), width)).tocsr()
+    both = energy.rows.then(rows)
     cost = np.zeros(width)
     cost[n] = 1.0
     res = milp(cost, integrality=integrality, bounds=Bounds(lower, upper),
-               constraints=[LinearConstraint(matrix, np.array([-math.inf] * old + rows.lower),
-                                             np.array(energy.upper + rows.upper))],
+               constraints=[LinearConstraint(both.matrix(width), np.array(both.lower), np.array(both.upper))],
                options={"time_limit": max(0.01, seconds), "disp": False})
     if res.status == 2:
         return big, "horizon"
