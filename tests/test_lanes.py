@@ -5,7 +5,9 @@ children are chained in lanes making the same events as one that develops them o
 from __future__ import annotations
 
 import copy
+import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -109,6 +111,22 @@ def test_lanes_run_the_long_child_alone_and_the_short_ones_in_turn_whatever_the_
         assert short[1][0] >= short[0][1], kinds  # the second short child waited for the first
         long_ = next(spans[i] for i, kind in enumerate(kinds) if kind == "long")
         assert long_[0] < short[0][1], kinds  # the long child did not wait
+
+
+def test_a_child_whose_length_is_not_known_starts_as_it_comes() -> None:
+    """Only children whose length is known are held until all are drafted: the others (the
+    first population, the first children of a kind) start as soon as they are drafted."""
+    started = threading.Event()
+
+    def children() -> Iterator[tuple[Callable[[], object], str]]:
+        yield (lambda: None), "short"
+        yield started.set, "new"
+        assert started.wait(5), "the child of a kind not measured yet was held back"
+        yield (lambda: None), "short"
+
+    with ThreadPoolExecutor(3) as pool:
+        for future in Lanes(pool, 2, {"short": 0.05}).run(children()):
+            future.result()
 
 
 def test_lanes_learn_each_kinds_cpu_seconds() -> None:

@@ -80,15 +80,16 @@ class Lanes:
     def run(self, children: Iterable[tuple[Callable[[], Made], str | None]]) -> list[Future[Made]]:
         """Start each ``(task, kind)`` of ``children`` in a lane; the futures, in order.
 
-        The first ``cores - 1`` start as they come; the rest are placed once ``children`` is
-        exhausted, longest first: ``children`` may draft each child as it is taken (see
+        The first ``cores - 1`` start as they come, and so does any child of a kind whose
+        length is not known yet; the rest are placed once ``children`` is exhausted, longest
+        first: ``children`` may draft each child as it is taken (see
         :class:`~evolve.search.develop.Developer`), and that drafting keeps a core busy, so
         a child held back meanwhile loses little, and placing with every length known puts
         the long child on a core of its own whichever place it was drafted in."""
         futures: list[Future[Made] | None] = []
         held: list[tuple[int, Callable[[], Made], str | None]] = []
         for task, kind in children:
-            if len(futures) < self.cores - 1:
+            if len(futures) < self.cores - 1 or kind is None or kind not in self.seconds:
                 futures.append(self.submit(task, kind))
             else:
                 held.append((len(futures), task, kind))
