@@ -334,4 +334,3 @@ def test_swap_tool_options_are_those_of_the_whole_catalog(data: st.DataObject) -
             scanned = [t for t in problem.tools.values() if needed <= set(t.outputs)]
             among = [t for t in problem.producers(min(needed)) if needed <= set(t.outputs)]
             assert among == scanned
-

@@ -87,20 +87,16 @@ class Lanes:
         a child held back meanwhile loses little, and placing with every length known puts
         the long child on a core of its own whichever place it was drafted in."""
         futures: list[Future[Made] | None] = []
-        held: list[tuple[int, Callable[[], Made], str | None]] = []
+        held: list[tuple[int, Callable[[], Made], str]] = []
         for task, kind in children:
             if len(futures) < self.cores - 1 or kind is None or kind not in self.seconds:
                 futures.append(self.submit(task, kind))
             else:
                 held.append((len(futures), task, kind))
                 futures.append(None)
-        for index, task, kind in sorted(held, key=lambda child: -self.estimate(child[2])):
+        for index, task, kind in sorted(held, key=lambda child: -self.seconds[child[2]]):
             futures[index] = self.submit(task, kind)
         return [future for future in futures if future is not None]
-
-    def estimate(self, kind: str | None) -> float:
-        """The seconds a child of ``kind`` takes by the children so far (0 if not known)."""
-        return self.seconds.get(kind, 0.0) if kind is not None else 0.0
 
     def submit(self, task: Callable[[], Made], kind: str | None) -> Future[Made]:
         """Start ``task`` (a child of ``kind``) in the lane :meth:`lane_for` picks."""
