@@ -20,6 +20,7 @@ folder is data, and resuming one that someone else crafted runs nothing of their
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -113,8 +114,9 @@ class Writer:
     """Writes checkpoints off the search's path, so their text and disk time overlap the next
     generation.
 
-    The state is encoded synchronously (into plain data the search no longer touches); the
-    JSON text of it, the write, fsync and rename are a :class:`~evolve.run.chores.Chore` for
+    The state is encoded synchronously (into plain data the search no longer touches), unless
+    the caller hands over a snapshot it owns no more (see :meth:`save`); the encoding of such
+    a one, the JSON text, the write, fsync and rename are a :class:`~evolve.run.chores.Chore` for
     :attr:`runner` (a thread of its own by default; the run's evaluator runs it while it waits
     for its development threads, whose kernels release the GIL). A new checkpoint waits for the
     previous one, and leaving the ``with`` block waits for the last, so the newest complete checkpoint is
@@ -141,21 +143,43 @@ class Writer:
         """Whether a checkpoint is due now: none yet, or ``interval`` seconds since the last began."""
         return self.last is None or time.monotonic() - self.last >= self.interval
 
-    def save(self, state: dict[str, Any], events_bytes: int, events_sha256: str) -> None:
+    def save(self, state: dict[str, Any], events_bytes: int, events_sha256: str, *,
+             owned: bool = False) -> None:
+        """Checkpoint ``state``. ``owned``: the caller hands over a snapshot it never changes
+        again, so encoding it (tens of milliseconds of Python for a population of big plans)
+        joins the chore instead of holding up the search; otherwise it is encoded now."""
         first = self.last is None
         self.last = time.monotonic()
         self.generation = state.get("generation")
-        body = encode_state(state, self.memo)
-        self.memo.rotate()
-        self.wait()
+        if owned:
+            self.wait()  # the memo is the previous chore's until it is done
+            job = functools.partial(self.encode_and_write, state, events_bytes, events_sha256)
+        else:
+            body = self.encode(state)
+            self.wait()
+            job = functools.partial(self.write, body, events_bytes, events_sha256)
         # pending before it is handed on: wait() then always finds it, and runs it itself if
         # nobody else has yet (it runs once)
-        self.pending = Chore(lambda: self.write(body, events_bytes, events_sha256))
+        self.pending = Chore(job)
         self.runner(self.pending)
         if first:
             # the first is on disk before the next generation starts: with checkpoints a second
             # apart, nothing else would make a run killed after its first generation resumable
             self.wait()
+
+    def encode(self, state: dict[str, Any]) -> Any:
+        """``state`` encoded, reusing what the last checkpoint encoded of the same objects."""
+        body = encode_state(state, self.memo)
+        self.memo.rotate()
+        return body
+
+    def encode_and_write(self, state: dict[str, Any], events_bytes: int, events_sha256: str) -> None:
+        try:
+            body = self.encode(state)
+        except BaseException as exc:  # reported by wait(), in the search's thread
+            self.error = exc
+            return
+        self.write(body, events_bytes, events_sha256)
 
     def write(self, body: Any, events_bytes: int, events_sha256: str) -> None:
         try:

@@ -187,7 +187,9 @@ def run_search(
             # the last generation always: a finished run continues from it with a larger budget
             if checkpoints.due() or (last and checkpoints.generation != search.generation):
                 events.flush()
-                checkpoints.save(search.state(), events.size, events.digest.hexdigest())
+                # the plan search's state is a snapshot, encoded off the search's path
+                checkpoints.save(search.state(), events.size, events.digest.hexdigest(),
+                                 owned=isinstance(search, Search))
 
         emit = event_writer(events, on_generation)
         search: Search | ActivityListGA | HtnSearch

@@ -8,6 +8,7 @@ seed alone, never on which worker ran what.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -162,12 +163,15 @@ class Search:
         self.best_key = key if not self.best_key else min(key, self.best_key)
 
     def state(self) -> dict[str, Any]:
-        """Everything needed to continue this search later (see :data:`STATE_FIELDS`)."""
+        """Everything needed to continue this search later (see :data:`STATE_FIELDS`), as a
+        snapshot: the containers the next generations change are copied (what they hold is
+        never changed), so a checkpoint may encode it while the search goes on."""
         proposer_state = getattr(self.proposer, "checkpoint_state", None)
-        return {
-            **{name: getattr(self, name) for name in STATE_FIELDS},
-            "proposer": proposer_state() if callable(proposer_state) else None,
-        }
+        state = {name: getattr(self, name) for name in STATE_FIELDS}
+        for name in ("population", "cache", "history", "parent_plans"):
+            state[name] = copy.copy(state[name])
+        state["proposer"] = proposer_state() if callable(proposer_state) else None
+        return state
 
     def restore(self, state: dict[str, Any]) -> None:
         """Continue from :meth:`state`'s snapshot instead of starting afresh."""
