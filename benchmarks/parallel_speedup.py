@@ -17,7 +17,11 @@ machine whose speed drifts during the benchmark slows them alike.
 Last, the ceiling of this machine for such work: the annealing kernel alone (most of a
 child's development on these problems, no Python around it, GIL released) on four greedy
 choices of the largest problem, one after the other and then in two threads. What threads
-cannot beat is that figure, less the search's own serial Python.
+cannot beat is that figure, less the search's own serial Python. And what a generation's three
+children cost when all three run at once on the two cores: three annealings in three threads
+against one after the other (1.5x if the cores were shared evenly; the operating system
+tends to leave one thread a core and make the other two share the second), and how much more
+CPU they take than one at a time (the threads that share a core evict each other's caches).
 
 What runs side by side is each child's development: the tool-choice climb, the
 priority search and the evaluation of what they made (see
@@ -69,27 +73,40 @@ def run_once(problem: Path, seed: int, jobs: int, backend: str) -> tuple[float, 
     return float(summary["seconds"]), wall, events, plan
 
 
-def kernel_ceiling(problem: Path, seed: int, count: int = 4) -> tuple[float, float]:
-    """(seconds of ``count`` work annealings one after the other, seconds of the same in two
-    threads) on greedy choices of ``problem``; the kernel is compiled before either clock."""
+def kernel_ceiling(problem: Path, seed: int, count: int = 4, repeat: int = 5
+                   ) -> tuple[float, float, float, float]:
+    """On greedy choices of ``problem`` (the kernel compiled before any clock): the seconds of
+    ``count`` work annealings one after the other and in two threads; then what a generation's
+    three children cost on two cores when all three run at once: the first three annealings in
+    three threads against one after the other, as the median ratio over ``repeat`` tries, and
+    their summed thread CPU seconds against their CPU one at a time (mean ratio)."""
     from evolve.model.files import read_problem
     from evolve.search.toolchoice import ToolChoice
 
     choice = ToolChoice(read_problem(problem))
 
-    def anneal(index: int) -> None:
+    def anneal(index: int) -> float:
         rng = np.random.default_rng([seed, index])
+        cpu = time.thread_time()
         choice.anneal(choice.greedy("least_work", rng, 0.3), rng)
+        return time.thread_time() - cpu
 
     choice.anneal(choice.greedy("least_work"), np.random.default_rng(seed), evals=10)
     began = time.perf_counter()
-    for index in range(count):
-        anneal(index)
+    alone = [anneal(index) for index in range(count)]
     serial = time.perf_counter() - began
     with ThreadPoolExecutor(2) as threads:
         began = time.perf_counter()
         list(threads.map(anneal, range(count)))
-        return serial, time.perf_counter() - began
+        paired = time.perf_counter() - began
+    speedups, inflation = [], []
+    for _ in range(repeat):
+        with ThreadPoolExecutor(3) as threads:
+            began = time.perf_counter()
+            cpu = sum(threads.map(anneal, range(3)))
+            speedups.append(sum(alone[:3]) / (time.perf_counter() - began))
+            inflation.append(cpu / sum(alone[:3]))
+    return serial, paired, statistics.median(speedups), statistics.mean(inflation)
 
 
 def main() -> None:
@@ -134,9 +151,12 @@ def main() -> None:
                       f"{wall:>7.2f} {base[0] / search:>7.2f}x {base[1] / wall:>6.2f}x  {same}",
                       flush=True)
         largest = max(int(f) for f in args.facts.split(","))
-        serial, threaded = kernel_ceiling(Path(tmp) / f"facts{largest}.yaml", args.seed)
+        serial, threaded, three, cpu = kernel_ceiling(Path(tmp) / f"facts{largest}.yaml", args.seed)
         print(f"ceiling ({largest} facts): the annealing kernel alone, 4 runs, one after the other "
               f"{serial:.2f} s, in two threads {threaded:.2f} s: {serial / threaded:.2f}x")
+        print(f"three at once ({largest} facts): 3 runs in three threads, {three:.2f}x of one after "
+              f"the other (1.5x if two cores were shared evenly), their CPU {cpu - 1:+.0%} "
+              f"against one at a time")
 
 
 if __name__ == "__main__":
