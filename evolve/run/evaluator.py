@@ -329,14 +329,13 @@ class Evaluator:
             futures = lanes.run((functools.partial(one, item), development.kind_of(self.problem, item))
                                 for item in work)
             if self.chores:
-                # they fill the core the last development leaves idle, rather than crowd the
-                # cores while all of them run; in a thread, so that the search goes on as soon
-                # as its children are done
+                # this thread would only wait: its chores fill the core the last development
+                # leaves idle, rather than crowd the cores while all of them run
                 pending = set(futures)
                 while len(pending) > 1:
                     pending = wait(pending, return_when=FIRST_COMPLETED).not_done
                 while self.chores:
-                    in_a_thread(self.chores.pop(0))
+                    self.chores.pop(0).run()
             return [future.result() for future in futures]
         work = list(work)
         if not work:
