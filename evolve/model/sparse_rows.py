@@ -49,4 +49,3 @@ class SparseRows:
         offset = len(self)
         return SparseRows(self.r + [row + offset for row in below.r], self.c + below.c,
                           self.v + below.v, self.lower + below.lower, self.upper + below.upper)
-
