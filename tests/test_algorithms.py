@@ -16,6 +16,7 @@ from evolve.problems.rcpsp.instance import load_instance, psplib_dir
 from evolve.problems.rcpsp.problem import is_integer_rcpsp
 from evolve.problems.rcpsp.search import solve
 from evolve.problems.synthetic import generate_problem
+from evolve.run import checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 J30 = psplib_dir() / "j30" / "j301_1.sm"
@@ -113,3 +114,26 @@ def test_activity_list_ga_stops_at_its_own_bound(tmp_path: Path) -> None:
                          options=SearchOptions(seed=0, jobs=1, generations=10_000), out_dir=tmp_path / "run")
     assert outcome.summary["stop_reason"].startswith("bound:")
     assert outcome.result.best.evaluation.values["makespan"] == 60
+
+
+@pytest.mark.parametrize(("make", "options"), CASES)
+def test_the_state_a_checkpoint_gets_is_a_snapshot(make: Any, options: dict[str, Any], tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkpoint encodes an algorithm's state in a chore while the search goes on, so the
+    state must be a snapshot the next generations leave alone: every state checkpointed in a run
+    encodes, at the run's end, to what it encoded to when it was handed over. Fails for an
+    algorithm whose ``state()`` hands over containers or arrays it changes in place (checked by
+    removing each algorithm's copies)."""
+    handed: list[tuple[dict[str, Any], Any]] = []
+    save = checkpoint.Writer.save
+
+    def recording(self: checkpoint.Writer, state: dict[str, Any], *args: Any) -> None:
+        handed.append((state, checkpoint.encode_state(state)))
+        save(self, state, *args)
+
+    monkeypatch.setattr(checkpoint.Writer, "save", recording)
+    run_search(make(), options=SearchOptions(seed=3, jobs=1, generations=6, **options),
+               out_dir=tmp_path / "run", checkpoint_seconds=0)
+    assert len(handed) >= 6
+    for state, at_once in handed:
+        assert checkpoint.encode_state(state) == at_once

@@ -315,22 +315,3 @@ def test_a_child_forked_while_an_index_is_built_can_build_its_own() -> None:
         raise AssertionError("the forked child hung on the parent's lock")
     builder.join()
     assert os.waitstatus_to_exitcode(status) == 0
-
-
-def test_the_search_state_is_a_snapshot_the_next_generations_leave_alone(problem: Problem) -> None:
-    """A checkpoint encodes the plan search's state in a chore, while the search goes on (see
-    ``checkpoint.Writer.save``'s ``owned``): what ``state()`` returned must encode the same after
-    more generations as at once. Fails when the state hands over the search's own containers
-    instead of copies (checked)."""
-    fitnesses = resolve_all(OBJECTIVES)
-    with Evaluator(problem, fitnesses, jobs=1) as evaluator:
-        search = Search(problem, operators=default_operators(problem), evaluator=evaluator,
-                        ranking=Ranking.of(fitnesses), options=replace(OPTIONS, generations=6))
-        search.start()
-        search.step()
-        state = search.state()
-        at_once = checkpoint.encode_state(state)
-        for _ in range(4):
-            search.step()
-        assert len(search.cache) > len(state["cache"]) and len(search.history) > len(state["history"])
-    assert checkpoint.encode_state(state) == at_once

@@ -143,21 +143,16 @@ class Writer:
         """Whether a checkpoint is due now: none yet, or ``interval`` seconds since the last began."""
         return self.last is None or time.monotonic() - self.last >= self.interval
 
-    def save(self, state: dict[str, Any], events_bytes: int, events_sha256: str, *,
-             owned: bool = False) -> None:
-        """Checkpoint ``state``. ``owned``: the caller hands over a snapshot it never changes
-        again, so encoding it (tens of milliseconds of Python for a population of big plans)
-        joins the chore instead of holding up the search; otherwise it is encoded now."""
+    def save(self, state: dict[str, Any], events_bytes: int, events_sha256: str) -> None:
+        """Checkpoint ``state``, a snapshot the caller never changes again (see
+        :meth:`evolve.search.algorithm.Algorithm.state`): its encoding (tens of milliseconds of
+        Python for a population of big plans) joins the chore that writes it, off the search's
+        path."""
         first = self.last is None
         self.last = time.monotonic()
         self.generation = state.get("generation")
-        if owned:
-            self.wait()  # the memo is the previous chore's until it is done
-            job = functools.partial(self.encode_and_write, state, events_bytes, events_sha256)
-        else:
-            body = self.encode(state)
-            self.wait()
-            job = functools.partial(self.write, body, events_bytes, events_sha256)
+        self.wait()  # the memo is the previous chore's until it is done
+        job = functools.partial(self.encode_and_write, state, events_bytes, events_sha256)
         # pending before it is handed on: wait() then always finds it, and runs it itself if
         # nobody else has yet (it runs once)
         self.pending = Chore(job)
@@ -176,13 +171,6 @@ class Writer:
     def encode_and_write(self, state: dict[str, Any], events_bytes: int, events_sha256: str) -> None:
         try:
             body = self.encode(state)
-        except BaseException as exc:  # reported by wait(), in the search's thread
-            self.error = exc
-            return
-        self.write(body, events_bytes, events_sha256)
-
-    def write(self, body: Any, events_bytes: int, events_sha256: str) -> None:
-        try:
             write_atomically(self.path, serialize(body, self.identity, events_bytes, events_sha256))
         except BaseException as exc:  # reported by wait(), in the search's thread
             self.error = exc

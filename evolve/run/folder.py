@@ -187,9 +187,7 @@ def run_search(
             # the last generation always: a finished run continues from it with a larger budget
             if checkpoints.due() or (last and checkpoints.generation != search.generation):
                 events.flush()
-                # the plan search's state is a snapshot, encoded off the search's path
-                checkpoints.save(search.state(), events.size, events.digest.hexdigest(),
-                                 owned=isinstance(search, Search))
+                checkpoints.save(search.state(), events.size, events.digest.hexdigest())
 
         emit = event_writer(events, on_generation)
         search: Search | ActivityListGA | HtnSearch

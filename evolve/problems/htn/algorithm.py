@@ -16,6 +16,7 @@ searched a multiple of the first plan's nodes (:meth:`HtnSearch.at_bound`).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -307,7 +308,13 @@ class HtnSearch:
                     "cache_hits", "serial", "history", "best_key", "learned", "reported")
 
     def state(self) -> dict[str, Any]:
+        """A snapshot (see :meth:`~evolve.search.algorithm.Algorithm.state`): the containers
+        the next generations change are copied, what they hold never changes."""
         state = {name: getattr(self, name) for name in self.STATE_FIELDS}
+        for name in ("population", "genomes", "cache", "history"):
+            state[name] = copy.copy(state[name])
+        learned = self.learned
+        state["learned"] = Learned(list(learned.methods), dict(learned.verdicts), list(learned.records))
         state["budget"], state["first_depth"] = self.budget, self.first_depth
         state["spent"], state["allowance"] = self.spent, self.allowance
         saver = getattr(self.fallback, "checkpoint_state", None)

@@ -119,9 +119,12 @@ class ActivityListGA:
         return None  # an exhausted schedule budget is --max-evaluations' to report
 
     def state(self) -> dict[str, Any]:
+        """A snapshot (see :meth:`~evolve.search.algorithm.Algorithm.state`): the GA's arrays
+        and generator copied (:meth:`BiPopulationGA.snapshot_state`), the history too."""
+        ga = self.ga.snapshot_state() if self.ga is not None else None
         return {"generation": self.generation, "evaluations": self.evaluations, "seconds": self.seconds,
-                "stale": self.stale, "ga": self.ga, "best": self.best, "best_ms": self.best_ms,
-                "serial": self.serial, "history": self.history}
+                "stale": self.stale, "ga": ga, "best": self.best, "best_ms": self.best_ms,
+                "serial": self.serial, "history": list(self.history)}
 
     def restore(self, state: dict[str, Any]) -> None:
         for name, value in state.items():

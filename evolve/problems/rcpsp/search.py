@@ -39,6 +39,7 @@ result.
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, replace
 from enum import IntEnum
@@ -270,6 +271,16 @@ class BiPopulationGA:
                                  self.budget, self.pop_l, self.pop_s, self.pop_ms, 0))
         self.best_ms, w, b = self.best()
         self.best_s, self.best_l = self.snapshot(w, b)
+
+    def snapshot_state(self) -> BiPopulationGA:
+        """A copy for a checkpoint that the next generations leave alone: the arrays changed in
+        place (the two worlds, the polishing spares, the decoders' counts) and the random
+        generator are copied; the instance, priorities and weights, never changed, are shared."""
+        copied = copy.copy(self)
+        for name in ("pop_l", "pop_s", "pop_ms", "spare_l", "spare_s", "spare_ms", "sgs_stats"):
+            setattr(copied, name, getattr(self, name).copy())
+        copied.rng = copy.deepcopy(self.rng)
+        return copied
 
     def profile(self) -> IntArray:
         """A fresh resource profile (scratch space of the kernels; not part of the state)."""
