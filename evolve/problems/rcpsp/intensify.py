@@ -18,7 +18,7 @@ from evolve.problems.rcpsp.lists import _rbrs_list, _shift_mutation
 _BIG = BIG
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _bp_restart(rng, pb0, pb1, prio, alpha, avail, budget, pop_l, pop_s, pop_ms, first, near, moves):  # type: ignore[no-untyped-def]
     """Partial restart of both worlds from slot ``first`` on.
 

@@ -219,7 +219,7 @@ def _bp_mirror(pb1, avail, budget, used, pop_l, pop_s, pop_ms, first):  # type: 
     return used
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _bp_init(rng, pb0, pb1, prio, alpha, avail, budget, pop_l, pop_s, pop_ms, first):  # type: ignore[no-untyped-def]
     """Sample lists into world 0 (alternating serial/parallel SGS), then
     right-justify each into world 1. Fills slots ``first..`` of both."""
@@ -265,7 +265,7 @@ TWO_POINT = 0
 BLOCK = 1
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _bp_generation(rng, pb_tgt, avail, budget, src_pop, tgt_pop, spare, src, weights, sgs_stats, kp):  # type: ignore[no-untyped-def]
     """Children of the source population, decoded in the target world (one
     schedule each), compete with the target population.
