@@ -4,6 +4,7 @@ that names the file and the key path."""
 from __future__ import annotations
 
 import copy
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -315,3 +316,25 @@ def test_generate_command_writes_a_loadable_file(tmp_path: Path, suffix: str) ->
 def test_pipeline_example_is_the_generator_output(pipeline_path: Path) -> None:
     """examples/pipeline.yaml is regenerated, never hand-edited: it must match its seed."""
     assert load_problem(pipeline_path) == generate_problem(60, seed=1)
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["collector-on", "collector-off"])
+def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, enabled: bool) -> None:
+    """``load_problem`` holds the cyclic collector back while it reads (see
+    ``evolve.model.collector``) and leaves it as the caller had it, also when the file is
+    refused; the problem read is the one read with the collector running."""
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(generate_document(60, seed=2)))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tools: 3\n")
+    expected = load_problem(path)
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        assert load_problem(path) == expected
+        assert gc.isenabled() is enabled
+        with pytest.raises(InputError):
+            load_problem(bad)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()

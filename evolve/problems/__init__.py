@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from evolve.model.collector import collector_paused
 from evolve.model.errors import InfeasibleProblem
 from evolve.model.feasibility import unreachable_criteria
 from evolve.model.files import problem_from_dict, read_document
@@ -32,6 +33,12 @@ def load_problem(path: str | Path) -> Problem:
     A catalog problem whose criteria no plan can reach is refused here
     (:class:`~evolve.model.errors.InfeasibleProblem`, naming each and why), not
     after a search that could only fail."""
+    with collector_paused():
+        return read_problem_file(path)
+
+
+def read_problem_file(path: str | Path) -> Problem:
+    """:func:`load_problem`'s work, with the collector as the caller left it."""
     if Path(path).suffix in RCPSP_FORMATS:
         return load_rcpsp_problem(path)
     doc = read_document(path)
