@@ -36,6 +36,9 @@ CROSSOVER_RATE = 0.3
 OPERATOR = "random"
 """How ``evolve run`` makes children (``--operator``): the random operators alone, or ``llm``, which
 asks a chat model for some of them."""
+GC_YOUNG_THRESHOLD = 10_000
+"""Allocations between collections of Python's youngest generation during ``evolve run`` and
+``evolve plan`` (Python's own default: 700; see :func:`evolve.model.collector.settle_for_one_search`)."""
 
 # -- the tool-choice search (see evolve.search.toolchoice) ---------------------------------------
 CHOICE_EVALS = 1500

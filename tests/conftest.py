@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -62,3 +63,13 @@ def serve() -> Iterator[Callable[[Script], ScriptedServer]]:
     for server in started:
         server.stop()
 
+
+@pytest.fixture(autouse=True)
+def collector_as_found() -> Iterator[None]:
+    """``evolve run`` and ``evolve plan`` tune the process's garbage collector for their one
+    search (``evolve.model.collector.settle_for_one_search``); a test that runs them in this
+    process must not leave that to the tests after it."""
+    threshold = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*threshold)

@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from evolve import defaults
+from evolve.cli.main import cli
 from evolve.model.errors import InputError
 from evolve.model.files import load_plan, plan_from_dict, problem_from_dict
 from evolve.model.plan import Plan, Task
@@ -338,3 +341,15 @@ def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, ena
         assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
+
+
+def test_a_run_command_tunes_the_collector_for_its_search(tmp_path: Path) -> None:
+    """``evolve run`` freezes what it loaded and collects the youngest generation every
+    ``GC_YOUNG_THRESHOLD`` allocations (the conftest puts both back after the test)."""
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(generate_document(40, seed=1)))
+    gc.unfreeze()
+    result = CliRunner().invoke(cli, ["run", str(path), "--generations", "1", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert gc.get_threshold()[0] == defaults.GC_YOUNG_THRESHOLD
+    assert gc.get_freeze_count() > 0

@@ -39,7 +39,7 @@ from evolve.cli.tools import COMMANDS as TOOLS_COMMANDS
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all, survey
 from evolve.llm.usage import usage_line
-from evolve.model.collector import freeze_survivors
+from evolve.model.collector import settle_for_one_search
 from evolve.model.errors import EvolveError, RunFailed
 from evolve.model.files import load_plan
 from evolve.model.plan import Plan
@@ -110,7 +110,7 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
     problem = htn_run_problem(read_problem(problem_file) if hddl_problem is None else None,
                               hddl_problem, problem_file, max_depth, max_nodes)
     problem, _ = seed_inputs(problem, input_items, input_file)
-    freeze_survivors()  # the problem lives to the end of the command
+    settle_for_one_search()
     if resume_dir is not None and out_dir is not None and Path(out_dir) != Path(resume_dir):
         raise click.BadParameter("--out and --resume name different folders", param_hint="--out")
     jobs, cut = capped_jobs(options.jobs, cpu_count(), remote=options.scheduler_address is not None)

@@ -24,7 +24,7 @@ from evolve.cli.common import EXIT_NO, EXIT_OK, friendly, runs_root
 from evolve.llm.client import ChatClient
 from evolve.llm.draft import LLMPlanner
 from evolve.llm.factory import api_key_from_env
-from evolve.model.collector import freeze_survivors
+from evolve.model.collector import settle_for_one_search
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 from evolve.problems import load_problem
@@ -61,7 +61,7 @@ def plan(problem_file: str, goal: str | None, llm_base_url: str | None, llm_mode
     if (llm_base_url is None) != (llm_model is None):
         raise click.UsageError("give both --llm-base-url and --llm-model (or neither: the search alone)")
     problem = load_problem(problem_file)
-    freeze_survivors()  # the problem lives to the end of the command
+    settle_for_one_search()
     text = goal if goal is not None else "make " + ", ".join(problem.criteria)
     folder = Path(out_dir) if out_dir is not None else new_run_dir(runs_root())
     drafted: dict[str, Any] = {"asked": 0, "plan": None, "errors": []}
