@@ -5,9 +5,10 @@ For each domain folder of DIR (the IPC 2020 total-order track's layout: a
 smallest problem files (by size) run in a child process each, under a time
 limit: the HDDL pair is read and grounded, the planner's first plan found, its
 task graph built and scheduled (what ``evolve run DOMAIN PROBLEM`` does before
-the evolutionary search), and the plan checked by :mod:`hddl_verify`, which
-replays it with PDDL semantics, checks the goal, the decomposition of the
-initial task network and that interfering steps are ordered in the task graph.
+the evolutionary search, the garbage collector tuned as it tunes it), and the
+plan checked by :mod:`hddl_verify`, which replays it with PDDL semantics, checks
+the goal, the decomposition of the initial task network and that interfering
+steps are ordered in the task graph.
 With ``--run``, ``evolve run DOMAIN PROBLEM`` itself runs too (``--generations``
 of the search over method choices; its seconds and exit status are printed, its
 plan is not verified here).
@@ -37,6 +38,7 @@ from click.testing import CliRunner
 
 from evolve.cli.htn import hddl_document
 from evolve.cli.main import cli
+from evolve.model.collector import settle_for_one_search
 from evolve.model.errors import EvolveError
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem, Tool
@@ -73,6 +75,7 @@ def measure(domain_file: Path, problem_file: Path, run: bool, generations: int) 
         return row
     row.update(converted=True, ground=time.perf_counter() - began,
                operators=len(problem.htn().operators), methods=len(problem.htn().methods))
+    settle_for_one_search()  # as `evolve run` does once its problem is read
     outcome = Planner(problem.htn()).plan()
     if not isinstance(outcome, Decomposition):
         row.update(why=str(outcome)[:90], seconds=time.perf_counter() - began, nodes=outcome.nodes)

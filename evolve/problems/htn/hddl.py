@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evolve.model.collector import collector_paused
 from evolve.model.errors import InfeasibleProblem, InputError
 from evolve.problems.htn.hddl_formulas import (
     Effect,
@@ -75,9 +76,11 @@ def split_name(text: str) -> tuple[str, tuple[str, ...]]:
 
 
 def read_hddl(domain_file: str | Path, problem_file: str | Path) -> dict[str, Any]:
-    """The HTN domain document of an HDDL domain and problem (see the module docstring)."""
-    domain, problem = read_files(domain_file, problem_file)
-    return Grounder(domain, problem, str(problem_file)).document()
+    """The HTN domain document of an HDDL domain and problem (see the module docstring), read
+    and grounded with the cyclic collector held back (see :mod:`evolve.model.collector`)."""
+    with collector_paused():
+        domain, problem = read_files(domain_file, problem_file)
+        return Grounder(domain, problem, str(problem_file)).document()
 
 
 def conjuncts(node: Sexp) -> list[Sexp]:
