@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import gc
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 
 from evolve import defaults
 from evolve.cli.main import cli
+from evolve.model.collector import collector_paused
 from evolve.model.errors import InputError
 from evolve.model.files import load_plan, plan_from_dict, problem_from_dict
 from evolve.model.plan import Plan, Task
@@ -353,3 +355,38 @@ def test_a_run_command_tunes_the_collector_for_its_search(tmp_path: Path) -> Non
     assert result.exit_code == 0, result.output
     assert gc.get_threshold()[0] == defaults.GC_YOUNG_THRESHOLD
     assert gc.get_freeze_count() > 0
+
+
+def test_pauses_from_threads_that_end_out_of_order_leave_the_collector_running() -> None:
+    """Two threads hold the collector back, the first to start ends first: it stays off while
+    the second runs and is on again once both are done (with a per-call memory of whether it
+    ran, the second would have switched it off for good), and nested holds end the same way."""
+    started, release_first, release_second = threading.Event(), threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def hold(release: threading.Event, signal: threading.Event | None) -> None:
+        with collector_paused():
+            if signal is not None:
+                signal.set()
+            release.wait(10)
+
+    assert gc.isenabled()
+    first = threading.Thread(target=hold, args=(release_first, started))
+    first.start()
+    started.wait(10)
+    second_started = threading.Event()
+    second = threading.Thread(target=hold, args=(release_second, second_started))
+    second.start()
+    second_started.wait(10)
+    release_first.set()
+    first.join(10)
+    seen.append(gc.isenabled())
+    release_second.set()
+    second.join(10)
+    seen.append(gc.isenabled())
+    with collector_paused():
+        with collector_paused():
+            seen.append(gc.isenabled())
+        seen.append(gc.isenabled())
+    seen.append(gc.isenabled())
+    assert seen == [False, True, False, False, True]

@@ -11,23 +11,47 @@ whatever is dropped meanwhile; only cycles wait for the collector's next pass.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 from evolve import defaults
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Hold the cyclic collector back for the block; it runs again afterwards if it ran before
-    (a caller that switched it off keeps it off)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+class Pauses:
+    """The holds on the collector across threads: the first hold switches it off (remembering
+    whether it ran), the last one out switches it back on if it did. Per-call state would not
+    do: a thread that paused second and finished last would leave it off for good."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.holds = 0
+        self.resume = False
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        with self.lock:
+            if self.holds == 0:
+                self.resume = gc.isenabled()
+                gc.disable()
+            self.holds += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.holds -= 1
+                if self.holds == 0 and self.resume:
+                    gc.enable()
+
+
+PAUSES = Pauses()
+"""The process's one record of holds (the collector is one per process too)."""
+
+
+def collector_paused() -> AbstractContextManager[None]:
+    """Hold the cyclic collector back for the block, from any thread; once no block holds it,
+    it runs again if it ran before the first (a caller that switched it off keeps it off)."""
+    return PAUSES.paused()
 
 
 def settle_for_one_search(young: int = defaults.GC_YOUNG_THRESHOLD) -> None:
