@@ -5,6 +5,7 @@ import evolve.model.kernel_cache  # noqa: F401
 from evolve.agent import AgentResult, PlanExecuteAgent, make_deterministic_planner
 from evolve.execute.tools import ToolFailure
 from evolve.fitness.evaluation import Evaluation, evaluate_plan
+from evolve.model.collector import settle_for_one_search
 from evolve.model.errors import EvolveError, InputError
 from evolve.model.expression import ExpressionError, parse_expression
 from evolve.model.files import load_plan, plan_from_dict, problem_from_dict
@@ -66,5 +67,6 @@ __all__ = [
     "problem_from_dict",
     "run_search",
     "schedule",
+    "settle_for_one_search",
     "validate",
 ]
