@@ -122,6 +122,10 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
     began = time.perf_counter()
 
     def progress(event: dict[str, Any]) -> None:
+        if ctrl_c.seen:
+            # the interrupt landed where Python could not raise it (a finalizer, a ctypes
+            # callback: see CtrlC) and the search went on; it stops here instead
+            raise KeyboardInterrupt
         if as_json:
             return
         rate = event["evaluations"] / max(time.perf_counter() - began, 1e-9)
