@@ -65,6 +65,12 @@ and ends.
 
     def __init__(self) -> None:
         self.seen = False
+        #: while set, a first Ctrl-C only notes itself (the search stops at the end of the
+        #: generation, where the caller checks :attr:`seen`); a second one interrupts at once.
+        #: An interrupt raised wherever it lands can land inside numba's call of a kernel (as
+        #: it unboxes a random generator) and crash the process instead (seen: SIGSEGV in the
+        #: tool-choice climb, about one Ctrl-C test in 30-70)
+        self.deferring = False
         self._installed = False
         self._handler: Any = None
         self._hook = sys.unraisablehook
@@ -78,6 +84,11 @@ and ends.
         return self
 
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        if self.deferring and not self.seen:
+            self.seen = True
+            sys.stderr.write("\nCtrl-C: stopping at the end of this generation "
+                             "(Ctrl-C again to stop at once)\n")
+            return
         self.seen = True
         raise KeyboardInterrupt
 

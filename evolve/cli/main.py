@@ -123,8 +123,8 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
 
     def progress(event: dict[str, Any]) -> None:
         if ctrl_c.seen:
-            # the interrupt landed where Python could not raise it (a finalizer, a ctypes
-            # callback: see CtrlC) and the search went on; it stops here instead
+            # Ctrl-C during the search stops it here (see CtrlC.deferring), and so does one
+            # that landed where Python could not raise it (a finalizer, a ctypes callback)
             raise KeyboardInterrupt
         if as_json:
             return
@@ -146,6 +146,7 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
                 stack.enter_context(fallback)
             if operator == "llm" and fallback is None:
                 proposer = stack.enter_context(llm.operator("--operator llm"))
+            ctrl_c.deferring = True
             outcome = run_search(
                 problem, options=options, fitnesses=fitnesses, weights=weight_list, out_dir=folder,
                 resume=resume_dir is not None, overwrite=force, on_generation=progress, proposer=proposer,
