@@ -33,24 +33,20 @@ def load_problem(path: str | Path) -> Problem:
     A catalog problem whose criteria no plan can reach is refused here
     (:class:`~evolve.model.errors.InfeasibleProblem`, naming each and why), not
     after a search that could only fail."""
+    # read with the cyclic collector held back: see evolve.model.collector
     with collector_paused():
-        return read_problem_file(path)
-
-
-def read_problem_file(path: str | Path) -> Problem:
-    """:func:`load_problem`'s work, with the collector as the caller left it."""
-    if Path(path).suffix in RCPSP_FORMATS:
-        return load_rcpsp_problem(path)
-    doc = read_document(path)
-    if is_pihtn_document(doc):
-        doc = from_pihtn(doc, str(path))
-    if is_htn_document(doc):
-        return htn_problem_from_dict(doc, str(path))
-    problem = problem_from_dict(doc, str(path))
-    unreachable = unreachable_criteria(problem)
-    if unreachable:
-        raise InfeasibleProblem(f"{path}: no plan can meet the criteria: {'; '.join(unreachable)}")
-    return problem
+        if Path(path).suffix in RCPSP_FORMATS:
+            return load_rcpsp_problem(path)
+        doc = read_document(path)
+        if is_pihtn_document(doc):
+            doc = from_pihtn(doc, str(path))
+        if is_htn_document(doc):
+            return htn_problem_from_dict(doc, str(path))
+        problem = problem_from_dict(doc, str(path))
+        unreachable = unreachable_criteria(problem)
+        if unreachable:
+            raise InfeasibleProblem(f"{path}: no plan can meet the criteria: {'; '.join(unreachable)}")
+        return problem
 
 
 def is_fixed_structure(problem: Problem) -> bool:
