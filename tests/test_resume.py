@@ -87,7 +87,18 @@ def test_resume_without_a_checkpoint_is_an_error(tmp_path: Path) -> None:
     assert "no checkpoint to resume from" in result.output
 
 
-def test_ctrl_c_stops_cleanly_with_a_checkpoint(tmp_path: Path) -> None:
+def stopped_by_ctrl_c(folder: Path) -> int:
+    """The generation a first Ctrl-C ended the run at: the checkpoint, the summary and the
+    events log's stop all hold it."""
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["stop_reason"] == "interrupted: Ctrl-C"
+    stop = json.loads((folder / "events.jsonl").read_text().splitlines()[-1])
+    assert stop["event"] == "stop" and stop["generation"] == summary["generations"]
+    assert checkpointed_generation(folder) == summary["generations"]
+    return int(summary["generations"])
+
+
+def test_ctrl_c_stops_cleanly_with_a_checkpoint(uninterrupted: Path, tmp_path: Path) -> None:
     folder = tmp_path / "run"
     proc = subprocess.Popen(evolve_cmd(*ARGS, "--out", str(folder)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -98,7 +109,35 @@ def test_ctrl_c_stops_cleanly_with_a_checkpoint(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert "--resume" in err and "Traceback" not in err
-    assert (folder / "checkpoint.json").exists()
+    assert 5 <= stopped_by_ctrl_c(folder) < 150
+    subprocess.run(evolve_cmd(*ARGS, "--resume", str(folder)), check=True, capture_output=True)
+    assert (folder / "events.jsonl").read_bytes() == (uninterrupted / "events.jsonl").read_bytes()
+    assert (folder / "best.json").read_bytes() == (uninterrupted / "best.json").read_bytes()
+
+
+IN_THE_FIRST_GENERATION = (
+    "import os, signal, evolve.search.loop as loop\n"
+    "start = loop.Search.start\n"
+    "def started(self):\n"
+    "    os.kill(os.getpid(), signal.SIGINT)\n"
+    "    start(self)\n"
+    "loop.Search.start = started\n" + MAIN
+)
+
+
+def test_ctrl_c_in_the_first_generation_leaves_it_resumable(uninterrupted: Path, tmp_path: Path) -> None:
+    """A first Ctrl-C before generation 0 has ended still ends the run at its end, with that
+    generation checkpointed (it used to leave no checkpoint: "start the run again"), and the
+    resumed run ends exactly as the one never stopped."""
+    folder = tmp_path / "run"
+    proc = subprocess.run(evolve_cmd(*ARGS, "--out", str(folder), main=IN_THE_FIRST_GENERATION),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert "generation 0 is checkpointed" in proc.stderr and "Traceback" not in proc.stderr
+    assert stopped_by_ctrl_c(folder) == 0
+    subprocess.run(evolve_cmd(*ARGS, "--resume", str(folder)), check=True, capture_output=True)
+    assert (folder / "events.jsonl").read_bytes() == (uninterrupted / "events.jsonl").read_bytes()
+    assert (folder / "best.json").read_bytes() == (uninterrupted / "best.json").read_bytes()
 
 
 SWALLOWED = (
@@ -126,7 +165,7 @@ def test_ctrl_c_that_lands_in_a_finalizer_still_stops_the_run(tmp_path: Path) ->
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 130, proc.stderr[-2000:]
     assert "--resume" in proc.stderr and "Traceback" not in proc.stderr
-    assert generations_done(folder) < 10
+    assert stopped_by_ctrl_c(folder) == 3
 
 
 def test_budgets_stop_the_run(tmp_path: Path) -> None:

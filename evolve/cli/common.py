@@ -34,6 +34,8 @@ from evolve.run.folder import runs_root as runs_root  # these two from here
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK, EXIT_NO, EXIT_BAD_INPUT, EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 70, 130
+INTERRUPTED = "interrupted: Ctrl-C"
+"""The stop reason of a run that a first Ctrl-C ended at a generation's end."""
 EXIT_WAITING = 4
 
 

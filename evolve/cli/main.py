@@ -22,7 +22,7 @@ from joblib import cpu_count
 from evolve import defaults
 from evolve.cli.bench import bench
 from evolve.cli.bound import COMMANDS as BOUND_COMMANDS
-from evolve.cli.common import EXIT_INTERRUPTED, EXIT_NO, CtrlC, friendly, runs_root
+from evolve.cli.common import EXIT_INTERRUPTED, EXIT_NO, INTERRUPTED, CtrlC, friendly, runs_root
 from evolve.cli.execute import COMMANDS as EXECUTE_COMMANDS
 from evolve.cli.htn import COMMANDS as HTN_COMMANDS
 from evolve.cli.htn import FALLBACK_HELP as HTN_FALLBACK_HELP
@@ -122,10 +122,6 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
     began = time.perf_counter()
 
     def progress(event: dict[str, Any]) -> None:
-        if ctrl_c.seen:
-            # Ctrl-C during the search stops it here (see CtrlC.deferring), and so does one
-            # that landed where Python could not raise it (a finalizer, a ctypes callback)
-            raise KeyboardInterrupt
         if as_json:
             return
         rate = event["evaluations"] / max(time.perf_counter() - began, 1e-9)
@@ -151,6 +147,10 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
                 problem, options=options, fitnesses=fitnesses, weights=weight_list, out_dir=folder,
                 resume=resume_dir is not None, overwrite=force, on_generation=progress, proposer=proposer,
                 htn_fallback=fallback,
+                # a Ctrl-C during the search ends it at the generation's end (see
+                # CtrlC.deferring), and so does one that landed where Python could not raise
+                # it (a finalizer, a ctypes callback)
+                stop=lambda: INTERRUPTED if ctrl_c.seen else None,
                 proposer_share=llm.ratio if proposer is not None else 0.0,
                 extra_summary=(lambda: {"llm": proposer.usage_summary()}) if proposer is not None else None)
     except BaseException as exc:
@@ -162,6 +162,11 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
         else:
             click.echo("\ninterrupted before the first generation ended: there is no checkpoint "
                        "to resume; start the run again", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if outcome.result.stop_reason == INTERRUPTED:
+        click.echo(f"\ninterrupted: generation {outcome.summary['generations']} is checkpointed and its "
+                   f"best plan written to {outcome.out_dir / 'best.json'}; continue with the same "
+                   f"command and --resume {folder}", err=True)
         sys.exit(EXIT_INTERRUPTED)
     written = ["best.json", "summary.json", "events.jsonl"]
     if not no_report:

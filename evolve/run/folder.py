@@ -43,6 +43,7 @@ from evolve.search.loop import Proposer, Search
 from evolve.search.operators import STRUCTURAL, OperatorSet, operator_name
 from evolve.search.options import SearchOptions
 from evolve.search.ranking import Ranking
+from evolve.search.termination import Interruptible
 
 
 @dataclass
@@ -123,6 +124,7 @@ def run_search(
     htn_fallback: DecompositionFallback | None = None,
     checkpoint_seconds: float | None = None,
     seeds: Sequence[Plan] = (),
+    stop: Callable[[], str | None] | None = None,
 ) -> RunOutcome:
     """Search ``problem`` and write the run folder. The programmatic twin of ``evolve run``.
 
@@ -134,6 +136,9 @@ def run_search(
     after its first generation and then at most every ``checkpoint_seconds`` (default
     :data:`evolve.defaults.CHECKPOINT_SECONDS`, read at call time; 0: every generation).
     ``seeds`` join the plan search's first population (so its best is never worse than theirs).
+    ``stop`` is asked at every generation's end, after the budget: a reason ends the run there
+    as a budget would (stop reason, checkpoint, result), so it can be resumed (what ``evolve
+    run`` does with a first Ctrl-C).
     """
     interval = defaults.CHECKPOINT_SECONDS if checkpoint_seconds is None else checkpoint_seconds
     if interval < 0:
@@ -203,7 +208,9 @@ def run_search(
                             proposer_share=proposer_share, seeds=seeds, developer=evaluator)
         if restored is not None:
             search.restore(restored.state)
-        result = minimize(search, options.budget(), emit=emit, on_generation=save_checkpoint,
+        budget = options.budget()
+        result = minimize(search, budget if stop is None else Interruptible(budget, stop), emit=emit,
+                          on_generation=save_checkpoint,
                           on_stop=lambda search: save_checkpoint(search, last=True))
         jobs = evaluator.jobs
         worker_failures = evaluator.worker_failures

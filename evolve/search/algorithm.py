@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Protocol
 from evolve.fitness.evaluation import Evaluation
 from evolve.model.plan import Plan
 from evolve.search.ranking import Ranking
-from evolve.search.termination import Budget
+from evolve.search.termination import Termination
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -115,7 +115,7 @@ class Algorithm(Protocol):
     def result(self, reason: str) -> SearchResult: ...
 
 
-def minimize(algorithm: Algorithm, termination: Budget, *, emit: EventSink | None = None,
+def minimize(algorithm: Algorithm, termination: Termination, *, emit: EventSink | None = None,
              on_generation: Callable[[Algorithm], None] | None = None,
              on_stop: Callable[[Algorithm], None] | None = None) -> SearchResult:
     """Run ``algorithm`` until ``termination`` says stop; continues a restored one.

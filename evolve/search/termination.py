@@ -1,12 +1,13 @@
-"""When a search stops: generations, evaluations, wall time, a target value, a bound, or patience.
+"""When a search stops: generations, evaluations, wall time, a target value, a bound, patience,
+or a request from outside (Ctrl-C).
 
-Budgets are checked at generation boundaries, so a run always ends on a whole
+Terminations are checked at generation boundaries, so a run always ends on a whole
 generation with a checkpoint to match.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -23,6 +24,14 @@ class Progress(Protocol):
     def best_feasible(self) -> bool: ...
     def direction(self, name: str) -> str: ...
     def at_bound(self) -> str | None: ...
+
+
+class Termination(Protocol):
+    """What :func:`evolve.search.algorithm.minimize` asks after every generation."""
+
+    def reason(self, run: Progress) -> str | None:
+        """Why the run should stop now, or ``None`` to go on."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -61,3 +70,17 @@ def reached(value: float | None, goal: float, direction: str) -> bool:
     if value is None:
         return False
     return value <= goal if direction == "min" else value >= goal
+
+
+@dataclass(frozen=True)
+class Interruptible:
+    """``budget``, or sooner once ``requested`` gives a reason: a stop asked for from outside
+    the search (a first Ctrl-C) ends the run at a generation's end like a budget, with that
+    generation checkpointed and the result written, so the same command resumes it and ends as
+    if it had never stopped (a budget is not part of a checkpoint's identity)."""
+
+    budget: Termination
+    requested: Callable[[], str | None]
+
+    def reason(self, run: Progress) -> str | None:
+        return self.budget.reason(run) or self.requested()
