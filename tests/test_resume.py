@@ -37,6 +37,14 @@ def generations_done(folder: Path) -> int:
     return path.read_text(errors="replace").count('"generation_end"')
 
 
+def resumes_as_never_stopped(folder: Path, uninterrupted: Path) -> None:
+    """Resume ``folder`` with the same command: it must end with the events and best plan of
+    the run that was never stopped."""
+    subprocess.run(evolve_cmd(*ARGS, "--resume", str(folder)), check=True, capture_output=True)
+    assert (folder / "events.jsonl").read_bytes() == (uninterrupted / "events.jsonl").read_bytes()
+    assert (folder / "best.json").read_bytes() == (uninterrupted / "best.json").read_bytes()
+
+
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("whole")
@@ -60,9 +68,7 @@ def test_sigkill_then_resume_is_identical(uninterrupted: Path, tmp_path: Path, a
     if main == EVERY_GENERATION and after == 40:
         # killed long after generation 0: the resume starts from a checkpoint in mid-run
         assert (checkpointed_generation(folder) or 0) > 30
-    subprocess.run(evolve_cmd(*ARGS, "--resume", str(folder)), check=True, capture_output=True)
-    assert (folder / "events.jsonl").read_bytes() == (uninterrupted / "events.jsonl").read_bytes()
-    assert (folder / "best.json").read_bytes() == (uninterrupted / "best.json").read_bytes()
+    resumes_as_never_stopped(folder, uninterrupted)
     assert json.loads((folder / "summary.json").read_text())["resumed"] is True
 
 
@@ -110,9 +116,7 @@ def test_ctrl_c_stops_cleanly_with_a_checkpoint(uninterrupted: Path, tmp_path: P
     assert proc.returncode == 130
     assert "--resume" in err and "Traceback" not in err
     assert 5 <= stopped_by_ctrl_c(folder) < 150
-    subprocess.run(evolve_cmd(*ARGS, "--resume", str(folder)), check=True, capture_output=True)
-    assert (folder / "events.jsonl").read_bytes() == (uninterrupted / "events.jsonl").read_bytes()
-    assert (folder / "best.json").read_bytes() == (uninterrupted / "best.json").read_bytes()
+    resumes_as_never_stopped(folder, uninterrupted)
 
 
 IN_THE_FIRST_GENERATION = (
@@ -135,9 +139,7 @@ def test_ctrl_c_in_the_first_generation_leaves_it_resumable(uninterrupted: Path,
     assert proc.returncode == 130, proc.stderr[-2000:]
     assert "generation 0 is checkpointed" in proc.stderr and "Traceback" not in proc.stderr
     assert stopped_by_ctrl_c(folder) == 0
-    subprocess.run(evolve_cmd(*ARGS, "--resume", str(folder)), check=True, capture_output=True)
-    assert (folder / "events.jsonl").read_bytes() == (uninterrupted / "events.jsonl").read_bytes()
-    assert (folder / "best.json").read_bytes() == (uninterrupted / "best.json").read_bytes()
+    resumes_as_never_stopped(folder, uninterrupted)
 
 
 SWALLOWED = (
