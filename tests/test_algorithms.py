@@ -73,6 +73,26 @@ def test_resume_equals_an_uninterrupted_run(make: Any, options: dict[str, Any], 
 
 
 @pytest.mark.parametrize(("make", "options"), CASES)
+def test_a_stop_request_ends_the_run_resumably(make: Any, options: dict[str, Any], tmp_path: Path) -> None:
+    """``run_search(stop=...)`` (what a first Ctrl-C uses) ends every algorithm at the end of the
+    generation it is asked after, checkpointed there, and resuming it ends as never stopped."""
+    problem = make()
+    whole = run(problem, tmp_path / "whole", jobs=1, generations=6, **options)
+    asked: list[int] = []
+
+    def stop() -> str | None:
+        asked.append(len(asked))
+        return "asked to stop" if len(asked) == 3 else None
+
+    outcome = run_search(problem, options=SearchOptions(seed=3, jobs=1, generations=6, **options),
+                         out_dir=tmp_path / "parts", stop=stop)
+    assert outcome.summary["stop_reason"] == "asked to stop"
+    assert outcome.summary["generations"] == 2 == checkpoint.checkpointed_generation(tmp_path / "parts")
+    resumed = run(problem, tmp_path / "parts", resume=True, jobs=1, generations=6, **options)
+    assert resumed == whole
+
+
+@pytest.mark.parametrize(("make", "options"), CASES)
 def test_events_follow_the_schema(make: Any, options: dict[str, Any], tmp_path: Path) -> None:
     problem = make()
     run(problem, tmp_path / "run", jobs=1, generations=3, **options)
