@@ -119,6 +119,16 @@ def test_ctrl_c_stops_cleanly_with_a_checkpoint(uninterrupted: Path, tmp_path: P
     resumes_as_never_stopped(folder, uninterrupted)
 
 
+def interrupted(folder: Path, main: str) -> str:
+    """Run with ``main``, which sends the run a SIGINT: it must end with 130, cleanly, and say
+    how to resume; what it said."""
+    proc = subprocess.run(evolve_cmd(*ARGS, "--out", str(folder), main=main),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert "--resume" in proc.stderr and "Traceback" not in proc.stderr
+    return proc.stderr
+
+
 IN_THE_FIRST_GENERATION = (
     "import os, signal, evolve.search.loop as loop\n"
     "start = loop.Search.start\n"
@@ -134,10 +144,7 @@ def test_ctrl_c_in_the_first_generation_leaves_it_resumable(uninterrupted: Path,
     generation checkpointed (it used to leave no checkpoint: "start the run again"), and the
     resumed run ends exactly as the one never stopped."""
     folder = tmp_path / "run"
-    proc = subprocess.run(evolve_cmd(*ARGS, "--out", str(folder), main=IN_THE_FIRST_GENERATION),
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 130, proc.stderr[-2000:]
-    assert "generation 0 is checkpointed" in proc.stderr and "Traceback" not in proc.stderr
+    assert "generation 0 is checkpointed" in interrupted(folder, IN_THE_FIRST_GENERATION)
     assert stopped_by_ctrl_c(folder) == 0
     resumes_as_never_stopped(folder, uninterrupted)
 
@@ -163,10 +170,7 @@ def test_ctrl_c_that_lands_in_a_finalizer_still_stops_the_run(tmp_path: Path) ->
     of that generation, exit 130 with a checkpoint, rather than run its 150 generations out
     (which it did: seen as a flaky Ctrl-C test exiting 0)."""
     folder = tmp_path / "run"
-    proc = subprocess.run(evolve_cmd(*ARGS, "--out", str(folder), main=SWALLOWED),
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 130, proc.stderr[-2000:]
-    assert "--resume" in proc.stderr and "Traceback" not in proc.stderr
+    interrupted(folder, SWALLOWED)
     assert stopped_by_ctrl_c(folder) == 3
 
 
