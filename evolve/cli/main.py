@@ -13,7 +13,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import yaml
@@ -157,17 +157,13 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
         if isinstance(exc, SystemExit) or not ctrl_c.caused(exc):
             raise
         if (folder / CHECKPOINT).exists():
-            click.echo(f"\ninterrupted: generation {checkpointed_generation(folder)} is checkpointed; "
-                       f"continue with the same command and --resume {folder}", err=True)
-        else:
-            click.echo("\ninterrupted before the first generation ended: there is no checkpoint "
-                       "to resume; start the run again", err=True)
+            resumable(folder, f"generation {checkpointed_generation(folder)} is checkpointed")
+        click.echo("\ninterrupted before the first generation ended: there is no checkpoint "
+                   "to resume; start the run again", err=True)
         sys.exit(EXIT_INTERRUPTED)
     if outcome.result.stop_reason == INTERRUPTED:
-        click.echo(f"\ninterrupted: generation {outcome.summary['generations']} is checkpointed and its "
-                   f"best plan written to {outcome.out_dir / 'best.json'}; continue with the same "
-                   f"command and --resume {folder}", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        resumable(folder, f"generation {outcome.summary['generations']} is checkpointed and its best "
+                          f"plan written to {outcome.out_dir / 'best.json'}")
     written = ["best.json", "summary.json", "events.jsonl"]
     if not no_report:
         try:
@@ -193,6 +189,13 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
     click.echo(f"\nwritten to {outcome.out_dir}/ ({', '.join(written)})")
     if failures:
         raise RunFailed("; ".join(failures))
+
+
+def resumable(folder: Path, what: str) -> NoReturn:
+    """End an interrupted run whose checkpoint can be resumed: say ``what`` is on disk and the
+    command that continues it."""
+    click.echo(f"\ninterrupted: {what}; continue with the same command and --resume {folder}", err=True)
+    sys.exit(EXIT_INTERRUPTED)
 
 
 def run_failures(summary: dict[str, Any]) -> list[str]:
