@@ -66,7 +66,9 @@ def settle_for_one_search(young: int = defaults.GC_YOUNG_THRESHOLD) -> None:
     Measured at 3,000 facts, two jobs, five runs each in turns (same events): freezing 5.00 s
     against 5.22 s, the threshold then 4.79 s against 4.97 s; one job unchanged by either.
 
-    Not for a library caller: a frozen cycle that later becomes garbage is never collected."""
+    For a process that loads one problem and ends after its search (a command, a script), not
+    for a long-lived one that loads many: a frozen cycle that later becomes garbage is never
+    collected."""
     gc.freeze()
     _, middle, old = gc.get_threshold()
     gc.set_threshold(young, middle, old)
