@@ -14,6 +14,7 @@ import resource
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -448,8 +449,11 @@ def test_a_ctrl_c_lost_inside_the_compiler_is_still_reported_as_one(
     assert "internal error" not in result.output and "Traceback" not in result.output
     assert signal.getsignal(signal.SIGINT) is before
     monkeypatch.setattr(main, "run_search", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("bug")))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the crash file lands here, not in /tmp
     result = invoke("run", REFUND, *QUICK, "--out", tmp_path / "run2")
     assert result.exit_code == 70 and "internal error" in result.output  # a real bug stays one
+    [crash] = tmp_path.glob("evolve-crash-*.txt")
+    assert str(crash) in result.output and "RuntimeError: bug" in crash.read_text(encoding="utf-8")
 
 
 # --- hypothesis: malformed documents, whatever their shape --------------------------------------
