@@ -35,7 +35,6 @@ SETTINGS: dict[str, GaParams] = {
                                                           recycle=0.0),
     "frequent restarts, half near the elite, polishing": GaParams(restart_after=2, restart_near=0.5,
                                                                   polish_slack=5),
-    "one polishing round": GaParams(polish_rounds=1),
 }
 #: (instance, schedules, seed, settings) of every stored figure.
 CASES: list[tuple[str, int, int, str]] = [
@@ -46,8 +45,6 @@ CASES: list[tuple[str, int, int, str]] = [
     ("j1201_1", 1000, 0, "two-point, plain tournament, no recycling"),
     ("j3010_3", 1000, 0, "frequent restarts, half near the elite, polishing"),
     ("j1201_1", 1000, 0, "frequent restarts, half near the elite, polishing"),
-    ("j1201_1", 1000, 0, "one polishing round"),
-    ("j12031_1", 1000, 1, "one polishing round"),
 ]
 
 

@@ -250,7 +250,6 @@ class GenerationParams(NamedTuple):
     crossover: int  #: a :class:`~evolve.problems.rcpsp.search.Crossover` value
     par_rate: float  #: share of children decoded by the parallel SGS
     polish: int  #: extra FBI on children within this of the best (``POLISH_OFF``: none)
-    polish_rounds: int  #: at most this many back-and-forth rounds per polished child (0: no cap)
     child_frac: float  #: children per generation, as a fraction of the population
     tiebreak: bool  #: among equal makespans prefer the smaller sum of starts
     distinct: int  #: a survivor differs from every better one in at least this many starts
@@ -326,10 +325,8 @@ def _bp_generation(rng, pb_tgt, avail, budget, src_pop, tgt_pop, spare, src, wei
         if kp.polish > POLISH_OFF and ch_ms[c] <= tgt_ms[0] + kp.polish:
             # promising child: justify it back and forth while that helps
             # (Tormos & Lova: spend extra passes only where they pay), and stop as soon as
-            # a backward pass does not shorten it, or after ``polish_rounds`` rounds
-            rounds = 0
-            while used + 2 <= budget and (kp.polish_rounds <= 0 or rounds < kp.polish_rounds):
-                rounds += 1
+            # a backward pass does not shorten it
+            while used + 2 <= budget:
                 back = _bp_decode(pb_src, ch_l[c], False, avail, tmp_s, tmp_l)
                 _keep_better(out_l, out_s, out_ms, tmp_l, tmp_s, back)
                 if back >= ch_ms[c]:

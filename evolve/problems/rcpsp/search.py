@@ -25,8 +25,7 @@ work for activity lists (Hartmann 1998; Valls, Ballestin & Quintanilla
   Valls et al.'s hybrid GA; see :mod:`evolve.problems.rcpsp.intensify`), and extra
   forward-backward passes only for children close to the
   best (selective FBI, which paid off on j60/j120 but not on j30), ended as
-  soon as a backward pass does not shorten the child (in long runs after the
-  first round: the pass that would only confirm it costs more than it finds);
+  soon as a backward pass does not shorten the child;
 * every backward pass of that polishing is a schedule of the parents' world,
   already paid for: the best of them compete in that world's next survival
   instead of being thrown away.
@@ -128,13 +127,6 @@ class GaParams:
     #: not shorten the child (<= -1000: off; None: off up to 40 activities, else 3 up to
     #: 10,000 schedules and 10 beyond or with only a time budget, as tuned on PSPLIB)
     polish_slack: int | None = None
-    #: at most this many back-and-forth rounds of that polishing per child (0: until a backward
-    #: pass does not shorten it; None: 1 beyond 10,000 schedules or with only a time budget,
-    #: else 0). The round that would only confirm a shortened child cost about a sixth of a
-    #: 50,000-schedule run (most polishings that shorten do so in their first round); j120 at
-    #: 50,000, every instance, fresh seeds: 1 gave 30.445 on seeds 50-52 against 30.481 for the
-    #: defaults of the time on the same seeds (docs/psplib-seeds.md)
-    polish_rounds: int | None = None
     #: the backward passes of polishing are schedules of the source world, already counted;
     #: the best of them, up to this share of the population, are kept and compete in that
     #: world's next survival (0: thrown away)
@@ -194,9 +186,8 @@ def _resolve(p: GaParams, n: int, budget: int) -> GaParams:
     polish = p.polish_slack if p.polish_slack is not None else (POLISH_OFF if n <= 40 else 3 if short else 10)
     mutation = p.mutation_rate if p.mutation_rate is not None else (0.25 if short else 0.5)
     delay = p.par_delay if p.par_delay is not None else (1 if short else 2)
-    rounds = p.polish_rounds if p.polish_rounds is not None else (0 if short else 1)
     return replace(p, rbrs_alpha=alpha, restart_near=near, polish_slack=polish, mutation_rate=mutation,
-                   par_delay=delay, polish_rounds=rounds)
+                   par_delay=delay)
 
 
 def solve(
@@ -356,13 +347,12 @@ class BiPopulationGA:
         """This generation's settings as the kernel's typed record."""
         p = self.params
         assert p.mutation_rate is not None and p.polish_slack is not None  # filled by _resolve
-        assert p.par_delay is not None and p.polish_rounds is not None
+        assert p.par_delay is not None
         return GenerationParams(
             mut_rate=float(p.mutation_rate), mut_moves=int(p.mutation_moves),
             tour_father=int(p.tournament_father), tour_mother=int(p.tournament_mother),
             mate_pool=int(p.mate_pool), crossover=int(p.crossover), par_rate=float(self.par_rate),
-            polish=int(p.polish_slack), polish_rounds=int(p.polish_rounds),
-            child_frac=float(p.children), tiebreak=bool(p.tiebreak),
+            polish=int(p.polish_slack), child_frac=float(p.children), tiebreak=bool(p.tiebreak),
             distinct=max(1, round(p.distinct * self.inst.n)),
             par_delay=int(p.par_delay), ser_delay=int(p.ser_delay))
 
