@@ -28,7 +28,7 @@ from evolve.problems.rcpsp.operators import (
 )
 from evolve.problems.rcpsp.problem import is_integer_rcpsp, problem_from_instance
 from evolve.scheduling import Schedule, reference_schedule, schedule
-from evolve.scheduling.kernel import warm_up
+from evolve.scheduling.kernel import serial_sgs, warm_up
 
 DURATIONS = (st.sampled_from((0.0, 0.1, 0.2, 0.3, 0.4, 1 / 3, 0.5, 1.0, 1.6, 2.0, 7.25))
              | st.floats(0, 50, allow_nan=False, allow_infinity=False))
@@ -133,8 +133,12 @@ def test_a_task_above_capacity_raises_the_same_error() -> None:
             scheduler(problem, plan)
 
 
-def test_warm_up_runs() -> None:
+def test_warm_up_compiles_the_serial_sgs() -> None:
+    """What warm_up promises: the serial SGS is compiled (or loaded from numba's cache)."""
+    if not hasattr(serial_sgs, "signatures"):
+        pytest.skip("numba's JIT is disabled: there is nothing to compile")
     warm_up()
+    assert serial_sgs.signatures
 
 
 # -- a template-only problem with fractional durations and one slot --------------------------
