@@ -258,6 +258,10 @@ HTN_FALLBACK = "none"
 # -- generated problems (evolve generate; see evolve.problems.synthetic) ---------------------------
 GENERATE_TOOLS = 60
 """Tools in a generated problem (``evolve generate --tools``)."""
+GENERATE_MAX_TOOLS = 100_000
+"""The most tools ``evolve generate --tools`` makes: about 16 values a tool keeps the file within
+the loader's value limit (``evolve.model.limits.MAX_NODES``), and a far larger count would only
+exhaust memory before failing."""
 
 # -- lower bounds (evolve bound) -----------------------------------------------------------------
 BOUND_MIP_SECONDS = 5.0

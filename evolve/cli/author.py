@@ -14,7 +14,7 @@ import click
 import yaml
 
 from evolve import defaults
-from evolve.cli.common import EXIT_NO, EXIT_OK, friendly, runs_root
+from evolve.cli.common import EXIT_NO, EXIT_OK, FiniteFloatRange, friendly, runs_root
 from evolve.llm.author import Author, Candidate, evolve_domain
 from evolve.llm.cache import ReplyCache, default_cache_dir
 from evolve.llm.client import ChatClient
@@ -41,12 +41,12 @@ from evolve.run.folder import make_folder, new_run_dir
               help="Seeds the calls (one seed each) and the state sample.")
 @click.option("--llm-base-url", required=True, help="An OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")
 @click.option("--llm-model", required=True, help="The model name the endpoint serves.")
-@click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=defaults.LLM_TIMEOUT,
+@click.option("--llm-timeout", type=FiniteFloatRange(min=0, min_open=True), default=defaults.LLM_TIMEOUT,
               show_default=True, help="Seconds a whole call may take.")
 @click.option("--llm-max-calls", type=click.IntRange(min=0), default=None, help="Calls the run may make.")
 @click.option("--llm-cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where replies are cached (default ~/.cache/evolve/llm).")
-@click.option("--llm-temperature", type=click.FloatRange(min=0), default=defaults.AUTHOR_TEMPERATURE,
+@click.option("--llm-temperature", type=FiniteFloatRange(min=0), default=defaults.AUTHOR_TEMPERATURE,
               show_default=True, help="Sampling temperature (above 0, so candidates differ).")
 @click.option("--llm-max-tokens", type=click.IntRange(min=1), default=defaults.AUTHOR_MAX_TOKENS,
               show_default=True)

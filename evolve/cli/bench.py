@@ -13,6 +13,7 @@ import click
 from joblib import cpu_count
 
 from evolve import defaults
+from evolve.cli.common import FiniteFloatRange
 from evolve.problems.rcpsp.bench import COUNT_RULE, STOP_RULE, format_grid, format_matrix, run_psplib_grid
 from evolve.problems.rcpsp.instance import PSPLIB_SETS, psplib_dir
 from evolve.run.evaluator import capped_jobs
@@ -70,7 +71,7 @@ def bench() -> None:
     "unless --seconds is given.",
 )
 @click.option(
-    "--seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+    "--seconds", type=FiniteFloatRange(min=0, min_open=True), default=None,
     help="Wall-time budget per instance instead of (or with) a schedule budget.",
 )
 @click.option(
@@ -121,6 +122,9 @@ def psplib_cmd(
                 sets.append(name)
     if jobs == 0:
         raise click.UsageError("--jobs must not be 0")
+    if json_path is not None and str(json_path) != "-" and not json_path.parent.is_dir():
+        # checked before the runs, which may take hours, rather than when their results are due
+        raise click.BadParameter(f"{json_path}: {json_path.parent} is not a folder", param_hint="--json")
     capped, cut = capped_jobs(jobs, cpu_count())
     if cut is not None:
         click.echo(f"warning: {cut}", err=True)
@@ -154,5 +158,8 @@ def psplib_cmd(
     click.echo(format_grid(result.rows))
     click.echo(f"wall {result.wall_seconds:.1f} s, {len(result.records)} runs, {jobs} job(s)")
     if json_path is not None:
-        json_path.write_text(text)
+        try:
+            json_path.write_text(text)
+        except OSError as exc:  # removed or made read-only while the runs went on
+            raise click.ClickException(f"{json_path}: cannot write ({exc.strerror or exc})") from None
         click.echo(f"wrote {json_path}")

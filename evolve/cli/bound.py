@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from evolve import defaults
-from evolve.cli.common import EXIT_NO, friendly
+from evolve.cli.common import EXIT_NO, FiniteFloatRange, friendly
 from evolve.model.bounds import lower_bound
 from evolve.model.errors import UsageError
 from evolve.model.files import load_plan
@@ -41,9 +41,9 @@ def plan_path(given: str) -> Path:
 @click.argument("problem_file", type=click.Path(dir_okay=False))
 @click.option("--plan", "plan_file", type=click.Path(), default=None,
               help="A plan (or a run folder: its best.json) to measure against the bound.")
-@click.option("--mip-seconds", type=click.FloatRange(min=0), default=defaults.BOUND_MIP_SECONDS,
+@click.option("--mip-seconds", type=FiniteFloatRange(min=0), default=defaults.BOUND_MIP_SECONDS,
               show_default=True, help="Time for the least-work and whole energy MIPs (0: the LP only).")
-@click.option("--path-seconds", type=click.FloatRange(min=0), default=defaults.BOUND_PATH_SECONDS,
+@click.option("--path-seconds", type=FiniteFloatRange(min=0), default=defaults.BOUND_PATH_SECONDS,
               show_default=True, help="Time for the chosen-path MIP (0: skip it).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @friendly

@@ -13,6 +13,7 @@ Exit statuses (the README's table is this one):
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
 import tempfile
@@ -27,7 +28,8 @@ from typing import Any, TypeVar
 
 import click
 
-from evolve.model.errors import EvolveError, InfeasibleProblem, RunFailed
+from evolve.model.errors import EvolveError, InfeasibleProblem, InputError, RunFailed
+from evolve.model.files import describe
 from evolve.run.folder import RUNS_DIR_VARIABLE as RUNS_DIR_VARIABLE  # the commands import
 from evolve.run.folder import runs_root as runs_root  # these two from here
 
@@ -112,6 +114,20 @@ and ends.
         return self.seen or interrupted(exc)
 
 
+class FiniteFloatRange(click.FloatRange):
+    """A ``click.FloatRange`` that also refuses ``nan`` and ``inf``.
+
+    click parses both from the text, and NaN passes every bound (each comparison with it is
+    false), so ``--max-seconds nan`` would silently mean no limit and ``--eval-timeout inf``
+    would fail every evaluation inside the search, far from the option that caused it."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
 def friendly(fn: F) -> F:
     """User errors become one clear line on stderr and their exit status; anything else is a
     bug, said to be one, with the details written to a file rather than thrown at the user."""
@@ -154,3 +170,11 @@ def internal_error(exc: BaseException) -> str:
     return (f"internal error: {type(exc).__name__}{': ' + text if text else ''} "
             f"(a bug in evolve, not in your input; {where})")
 
+
+def write_output(path: str, text: str) -> None:
+    """Write a command's ``--out`` file, or say in one line why it cannot be: a missing folder, a
+    parent that is a file or a read-only place is the user's path to fix, not a bug in evolve."""
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(path, "", f"cannot write {describe(path)} ({exc.strerror or exc})") from None

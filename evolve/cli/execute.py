@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from evolve import defaults
-from evolve.cli.common import EXIT_NO, EXIT_OK, EXIT_WAITING, friendly, runs_root
+from evolve.cli.common import EXIT_NO, EXIT_OK, EXIT_WAITING, FiniteFloatRange, friendly, runs_root
 from evolve.cli.htn import input_options, seed_inputs
 from evolve.cli.options import LlmSettings, llm_options
 from evolve.execute.dispatch import Clock, DaskDispatcher, Dispatcher, WallClock
@@ -209,7 +209,7 @@ def progress(as_json: bool) -> Any:
 @input_options
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, min_open=True),
     default=defaults.EXECUTE_TIMEOUT,
     show_default=True,
     help="Seconds a call may take when its task names no timeout.",
@@ -251,7 +251,7 @@ def progress(as_json: bool) -> Any:
 )
 @click.option(
     "--wait",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     default=defaults.EXECUTE_WAIT,
     show_default=True,
     help="Seconds to keep waiting for a person (polling the journal for their decision) before "

@@ -6,7 +6,6 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import click
@@ -14,7 +13,7 @@ import yaml
 
 from evolve import defaults
 from evolve.cli.author import author
-from evolve.cli.common import friendly
+from evolve.cli.common import friendly, write_output
 from evolve.llm.htn import LLMDecomposer, make_htn_fallback
 from evolve.model.errors import InputError
 from evolve.model.files import read_document
@@ -172,7 +171,7 @@ def hddl_cmd(domain_file: str, problem_file: str, out_file: str, max_depth: int 
     """Ground an HDDL domain and problem into an HTN domain file (see docs/hddl.md)."""
     document = hddl_document(domain_file, problem_file, max_depth, max_nodes)
     htn_problem_from_dict(document, problem_file)  # checked like any domain file
-    Path(out_file).write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    write_output(out_file, yaml.safe_dump(document, sort_keys=False))
     click.echo(f"wrote {out_file} ({len(document['htn']['operators'])} ground operators, "
                f"{len(document['htn']['methods'])} ground methods)", err=True)
 

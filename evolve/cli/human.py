@@ -118,9 +118,18 @@ approve = verdict_command(
     click.option("--note", default=None, help="Why, for the journal and the report."),
     "Approve the action TASK_ID of the run in RUN_DIR waits for.",
 )
+
+
+def says_why(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``reject --note``: required, so a blank one is refused too, not journaled as the reason."""
+    if not value.strip():
+        raise click.BadParameter("say why the action is rejected (the note is empty)")
+    return value
+
+
 reject = verdict_command(
     "reject", "rejected", "rejects",
-    click.option("--note", required=True, help="Why (required)."),
+    click.option("--note", required=True, callback=says_why, help="Why (required)."),
     "Reject the action TASK_ID waits for: the approval fails under its on_failure, and that "
     "action (the same writes, the same inputs) never runs in this run.",
 )
@@ -130,14 +139,17 @@ def read_output(text: str) -> Any:
     """``--output``: a JSON file, or JSON text."""
     path = Path(text)
     source = f"--output {text}"
+    if path.is_dir():  # else it would be parsed as JSON text and refused as "not JSON"
+        raise DecisionError(f"{source}: a folder, not a JSON file")
+    from_file = text.endswith(".json") or path.is_file()
     try:
-        if text.endswith(".json") or path.is_file():
-            return json.loads(path.read_text(encoding="utf-8"))
-        return json.loads(text)
+        return json.loads(path.read_text(encoding="utf-8") if from_file else text)
     except OSError as exc:
         raise DecisionError(f"{source}: cannot be read ({exc.strerror})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DecisionError(f"--output: not JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise DecisionError(f"{source}: not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise DecisionError(f"{source if from_file else '--output'}: not JSON ({exc})") from None
     except RecursionError:
         raise EvolveError("--output: nested too deeply") from None
 

@@ -326,8 +326,8 @@ def fitness_list(as_json: bool) -> None:
 
 
 @cli.command(name="generate")
-@click.option("--tools", type=int, default=defaults.GENERATE_TOOLS, show_default=True,
-              help="Number of tools (>= 4).")
+@click.option("--tools", type=click.IntRange(4, defaults.GENERATE_MAX_TOOLS), default=defaults.GENERATE_TOOLS,
+              show_default=True, help="Number of tools.")
 @click.option("--seed", type=click.IntRange(min=0), default=defaults.SEED, show_default=True)
 @click.option("--name", default=None, help="The problem's name.")
 @click.option("--no-approval", is_flag=True, help="Do not require approval for write tools.")

@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from evolve import defaults
+from evolve.cli.common import FiniteFloatRange
 from evolve.llm.factory import make_llm_operator
 from evolve.llm.modes import MODES, Mode
 from evolve.llm.operator import RESPONSE_FORMATS, TOKEN_PARAMS, LLMOperator, ResponseFormat, TokenParam
@@ -83,7 +84,7 @@ SEARCH_OPTIONS: dict[str, Decorator] = {
         "--scheduler-address", default=None,
         help="Address of a running Dask scheduler or Ray cluster (default: a local one)."),
     "eval_timeout": click.option(
-        "--eval-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+        "--eval-timeout", type=FiniteFloatRange(min=0, min_open=True), default=None,
         help="Seconds one evaluation may take; past it the candidate is scored as failed."),
     "isolate": click.option(
         "--isolate/--no-isolate", default=None,
@@ -93,7 +94,7 @@ SEARCH_OPTIONS: dict[str, Decorator] = {
         "--max-evaluations", type=click.IntRange(min=1), default=None,
         help="Stop after this many evaluations (checked after each generation)."),
     "max_seconds": click.option(
-        "--max-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+        "--max-seconds", type=FiniteFloatRange(min=0, min_open=True), default=None,
         help="Stop after this much wall time (checked after each generation)."),
     "targets": click.option(
         "--target", "targets", multiple=True, metavar="NAME=VALUE",
@@ -106,6 +107,10 @@ SEARCH_OPTIONS: dict[str, Decorator] = {
 
 def _search_options(values: dict[str, Any]) -> SearchOptions:
     targets = parse_targets(values.pop("targets"))
+    if values["keep"] >= values["population"]:  # SearchOptions would refuse it without the names
+        raise click.BadParameter(
+            f"{values['keep']} survivors of a population of {values['population']}: --keep must be "
+            "below --population", param_hint="--keep")
     return SearchOptions(**values, target=targets)
 
 
@@ -152,13 +157,13 @@ LLM_OPTIONS: dict[str, Decorator] = {
         help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1."),
     "llm_model": click.option("--llm-model", default=None, help="Model name the endpoint serves."),
     "llm_ratio": click.option(
-        "--llm-ratio", type=click.FloatRange(0, 1), default=defaults.LLM_SHARE, show_default=True,
+        "--llm-ratio", type=FiniteFloatRange(0, 1), default=defaults.LLM_SHARE, show_default=True,
         help="Share of each generation's children made by the LLM (the rest: random operators)."),
     "llm_max_calls": click.option(
         "--llm-max-calls", type=click.IntRange(min=0), default=None,
         help="At most this many LLM proposals in the run."),
     "llm_timeout": click.option(
-        "--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=defaults.LLM_TIMEOUT,
+        "--llm-timeout", type=FiniteFloatRange(min=0, min_open=True), default=defaults.LLM_TIMEOUT,
         show_default=True, help="Seconds one whole LLM call may take, retries included."),
     "llm_concurrency": click.option(
         "--llm-concurrency", type=click.IntRange(min=1), default=defaults.LLM_CONCURRENCY,

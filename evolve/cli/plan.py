@@ -20,7 +20,7 @@ import click
 
 from evolve import defaults
 from evolve.agent.planner import draft, plan_errors
-from evolve.cli.common import EXIT_NO, EXIT_OK, friendly, runs_root
+from evolve.cli.common import EXIT_NO, EXIT_OK, FiniteFloatRange, friendly, runs_root
 from evolve.llm.client import ChatClient
 from evolve.llm.draft import LLMPlanner
 from evolve.llm.factory import api_key_from_env
@@ -48,7 +48,7 @@ def describe(problem: Problem, plan: Plan) -> dict[str, Any]:
               show_default=True, help="Answers the model may give before the search goes on alone.")
 @click.option("--generations", type=click.IntRange(min=0), default=defaults.GENERATIONS, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=defaults.SEED, show_default=True)
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=defaults.LLM_TIMEOUT,
+@click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), default=defaults.LLM_TIMEOUT,
               show_default=True, help="Seconds one model call may take.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Run folder (default: a new folder under runs/).")

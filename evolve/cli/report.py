@@ -14,8 +14,9 @@ from pathlib import Path
 import click
 
 from evolve import defaults
-from evolve.cli.common import friendly
+from evolve.cli.common import EXIT_NO, friendly
 from evolve.model.files import load_plan
+from evolve.model.validate import validate
 from evolve.problems import load_problem
 from evolve.report.data import load_run
 from evolve.report.html import write_report
@@ -60,7 +61,11 @@ def plot(run_dir: str, kind: str, out_file: str, problem_file: str | None) -> No
 @click.option("--color/--no-color", default=None, help="Colour the bars (default: when a terminal).")
 @friendly
 def show(plan_file: str, problem_file: str | None, width: int | None, color: bool | None) -> None:
-    """Print PLAN's Gantt chart and critical path as text. PLAN may be a run folder."""
+    """Print PLAN's Gantt chart and critical path as text. PLAN may be a run folder.
+
+    Exit 1, with the validator's errors on stderr, when the plan is not valid: the chart of such
+    a plan (a cycle, a task id used twice, a missing reference) is drawn for inspection, but it
+    is not a schedule anyone can run, and the exit status must not say it is."""
     plan_path = Path(plan_file)
     if plan_path.is_dir():
         if problem_file is None and (plan_path / "problem.json").is_file():
@@ -72,6 +77,12 @@ def show(plan_file: str, problem_file: str | None, width: int | None, color: boo
     columns = width or shutil.get_terminal_size((defaults.SHOW_WIDTH, 24)).columns
     use_color = sys.stdout.isatty() if color is None else color
     click.echo(text_gantt(timeline_of(problem, plan), width=columns, color=use_color), color=use_color)
+    errors = validate(problem, plan)
+    for error in errors:
+        click.echo(f"{plan_path}: {error}", err=True)
+    if errors:
+        click.echo(f"{plan_path}: not valid ({len(errors)} errors)", err=True)
+        sys.exit(EXIT_NO)
 
 
 COMMANDS = (report, plot, show)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 import yaml
 
 from evolve import defaults
-from evolve.cli.common import friendly
-from evolve.model.errors import InputError, printable
-from evolve.model.files import describe
+from evolve.cli.common import friendly, write_output
+from evolve.model.errors import printable
 from evolve.problems.toolspec import import_tools as import_catalog
 from evolve.problems.toolspec import problem_yaml
 
@@ -61,21 +58,14 @@ def import_tools(spec_file: str, out_file: str | None, meta_file: str | None, tr
     if out_file is None:
         click.echo(text, nl=False)
     else:
-        write(out_file, text)
+        write_output(out_file, text)
     if plan_file is not None and imported.reference is not None:
-        write(plan_file, yaml.safe_dump(imported.reference.to_dict(), sort_keys=False,
+        write_output(plan_file, yaml.safe_dump(imported.reference.to_dict(), sort_keys=False,
                                         default_flow_style=None, width=100))
     problem = imported.problem
     click.echo(f"{out_file or 'problem'}: {len(problem.tools)} tools, initial: "
                f"{', '.join(problem.initial) or '-'}; criteria: {', '.join(problem.criteria)}"
                + (f"; plan of the trace: {plan_file}" if plan_file else ""), err=True)
-
-
-def write(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(path, "", f"cannot write {describe(path)} ({exc.strerror or exc})") from None
 
 
 COMMANDS = (import_tools,)

@@ -18,13 +18,14 @@ A journal is data: opening one reads JSON text and numbers, and never executes a
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any, Concatenate, ParamSpec, TypeVar, assert_never
 
 from evolve import defaults
 from evolve.execute import records as rec
@@ -73,6 +74,27 @@ def dumps(value: Any) -> str:
 
 def loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
+
+
+R = TypeVar("R")
+P = ParamSpec("P")
+
+
+def damage_named(table: str) -> Callable[[Callable[Concatenate[Journal, P], R]],
+                                         Callable[Concatenate[Journal, P], R]]:
+    """A reading method whose JSON column may have been damaged (the journal is a file anyone
+    can edit, cut or corrupt): an unreadable value is a :class:`JournalError` naming the file
+    and the table, bad input for ``evolve pending``, ``approve`` or ``--resume``, not a crash."""
+    def decorate(read: Callable[Concatenate[Journal, P], R]) -> Callable[Concatenate[Journal, P], R]:
+        @functools.wraps(read)
+        def wrapper(self: Journal, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return read(self, *args, **kwargs)
+            except json.JSONDecodeError as exc:
+                raise JournalError(f"{self.path}: {table}: a value is not JSON ({exc.msg}); "
+                                   "the journal is damaged") from None
+        return wrapper
+    return decorate
 
 
 @dataclass(frozen=True)
@@ -189,15 +211,18 @@ class Journal:
 
     # -- reading ---------------------------------------------------------------------------
 
+    @damage_named("meta")
     def meta(self) -> dict[str, Any]:
         return {k: loads(v) for k, v in self.db.execute("SELECT key, value FROM meta")}
 
+    @damage_named("revisions")
     def revisions(self) -> list[Revision]:
         rows = self.db.execute(
             "SELECT revision, plan, patch, diff, reason, created FROM revisions ORDER BY revision"
         )
         return [Revision(r[0], loads(r[1]), loads(r[2]), loads(r[3]), r[4], r[5]) for r in rows]
 
+    @damage_named("tasks")
     def tasks(self) -> dict[str, TaskRow]:
         rows = self.db.execute(f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks ORDER BY rowid")
         found = {}
@@ -208,6 +233,7 @@ class Journal:
             found[values["task_id"]] = TaskRow(**values)
         return found
 
+    @damage_named("calls")
     def calls(self, status: CallStatus | None = None) -> list[CallRow]:
         sql = (
             "SELECT call_id, task_id, attempt, tool, risk, idempotency_key, status, inputs, outputs, "
@@ -225,16 +251,19 @@ class Journal:
         """Tool calls made: every dispatch record (a step each, whatever became of it)."""
         return self.scalar("SELECT COUNT(*) FROM calls")
 
+    @damage_named("meta")
     def excluded(self) -> list[str]:
         """The tools a replan request took out of use (the run's meta ``excluded``)."""
         row = self.db.execute("SELECT value FROM meta WHERE key = 'excluded'").fetchone()
         return list(loads(row[0])) if row is not None else []
 
+    @damage_named("meta")
     def model_calls(self) -> dict[str, int]:
         """The model calls the run made by purpose, other than its tools' (the meta ``model_calls``)."""
         row = self.db.execute("SELECT value FROM meta WHERE key = 'model_calls'").fetchone()
         return {str(k): int(v) for k, v in loads(row[0]).items()} if row is not None else {}
 
+    @damage_named("asks")
     def asks(self) -> tuple[list[rec.Asked], list[rec.Decided]]:
         """What people were asked, in order, and what they decided (the ``asks`` table)."""
         asked, decided = [], []
@@ -248,6 +277,7 @@ class Journal:
                 decided.append(rec.Decided(r[0], r[1], r[8], r[9], r[10], r[11], r[12], loads(r[13])))
         return asked, decided
 
+    @damage_named("events")
     def events(self) -> list[dict[str, Any]]:
         return [json.loads(body) for (body,) in self.db.execute("SELECT body FROM events ORDER BY seq")]
 

@@ -238,6 +238,10 @@ def resume_run(
     :func:`start_run`; ``wait``: the seconds this session waits for a person, instead of the
     run's; ``scopes``: the scopes the run is granted from now on, kept in the journal: writes and
     approvals are authorized again when they are dispatched)."""
+    for name in ("events.jsonl", "outcome.json"):  # written again from the journal: a folder there is damage
+        if (run_dir / name).is_dir():
+            raise JournalError(f"{run_dir / name}: a folder where the run's file belongs; "
+                               "remove it, then resume (the journal holds the run)")
     journal, meta, problem = read_run(run_dir)
     if scopes is not None and scopes != problem.scopes:
         problem = replace(problem, scopes=scopes)

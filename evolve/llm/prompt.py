@@ -30,6 +30,8 @@ from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.evaluation import Evaluation
 from evolve.fitness.registry import resolve_all
 from evolve.model.coverage import contributing_tasks, covered_criteria
+from evolve.model.errors import UsageError
+from evolve.model.files import read_text_file
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem
 from evolve.model.validate import validate
@@ -72,12 +74,15 @@ class Templates:
         for name in TEMPLATE_FILES:
             override = Path(directory) / name if directory is not None else None
             if override is not None and override.is_file():
-                texts[name] = override.read_text(encoding="utf-8")
+                # the user's file: a fault in it (not UTF-8, a placeholder evolve does not fill)
+                # is bad input naming it, exit 2, not an internal error
+                texts[name] = read_text_file(override)
             else:
                 texts[name] = shipped.joinpath(name).read_text(encoding="utf-8")
             unknown = sorted({m for m in PLACEHOLDER.findall(texts[name]) if m not in FIELDS})
             if unknown:
-                raise ValueError(f"prompt template {name}: unknown placeholder(s) "
+                where = override if override is not None and override.is_file() else name
+                raise UsageError(f"prompt template {where}: unknown placeholder(s) "
                                  f"{', '.join(unknown)} (known: {', '.join(FIELDS)})")
         return cls(system=texts["system.txt"], user=texts["user.txt"],
                    menu_system=texts["menu_system.txt"], menu_user=texts["menu_user.txt"])

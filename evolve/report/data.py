@@ -154,11 +154,23 @@ def find_problem(root: Path, given: str | Path | Problem | None) -> tuple[Proble
 
 def read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunError(f"{path}: missing (is {path.parent} a run folder?)") from None
+        return json.loads(read_run_text(path))
     except json.JSONDecodeError as exc:
         raise RunError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+
+
+def read_run_text(path: Path) -> str:
+    """A run folder file's text, or a :class:`RunError` naming it: a run folder is data that may
+    have been damaged (a folder where the file was, bytes that are not UTF-8), and each such
+    fault must read as bad input, not as a crash of the report."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunError(f"{path}: missing (is {path.parent} a run folder?)") from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise RunError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
 def read_times(doc: object, source: Path) -> dict[str, tuple[float, float]]:
@@ -179,10 +191,7 @@ def read_events(path: Path) -> tuple[dict[str, CandidateRecord], tuple[Generatio
     """Candidates by id (in event order) and generation records; other events are skipped."""
     candidates: dict[str, CandidateRecord] = {}
     generations: list[GenerationRecord] = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise RunError(f"{path}: missing (is {path.parent} a run folder?)") from None
+    lines = read_run_text(path).splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from evolve.report.assets import CHECK_JS, CSP, CSS, ERRORS_JS, PAGE_JS
-from evolve.report.execution_data import Execution, TaskRow, load_execution
+from evolve.report.execution_data import Execution, ExecutionReportError, TaskRow, load_execution
 from evolve.report.execution_models import models_section
 from evolve.report.execution_people import people_section
 from evolve.report.execution_svg import ChartRow, execution_gantt_svg
@@ -51,7 +51,10 @@ def write_execution_report(run_dir: str | Path, out: str | Path | None = None) -
     """
     execution = load_execution(run_dir)
     path = Path(out) if out is not None else execution.folder / EXECUTION_REPORT
-    path.write_text(render_execution(execution), encoding="utf-8")
+    try:
+        path.write_text(render_execution(execution), encoding="utf-8")
+    except OSError as exc:  # a folder where the file goes, a read-only place: not a bug
+        raise ExecutionReportError(f"{path}: cannot write the report ({exc.strerror or exc})") from None
     return path
 
 

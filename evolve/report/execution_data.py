@@ -124,6 +124,8 @@ def read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ExecutionReportError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ExecutionReportError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ExecutionReportError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
 
@@ -134,6 +136,8 @@ def read_events(path: Path) -> list[Mapping[str, Any]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise ExecutionReportError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ExecutionReportError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     for number_, line in enumerate(lines, start=1):
         if not line.strip():
             continue

@@ -51,8 +51,11 @@ def save_plot(run: Run, kind: str, out: str | Path) -> Path:
         figure = convergence_figure(run)
     else:
         raise PlotError(f"unknown plot kind {kind!r} (choose from {', '.join(KINDS)})")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=150)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path, dpi=150)
+    except OSError as exc:  # a parent that is a file, a read-only folder: bad --out, not a bug
+        raise PlotError(f"{path}: cannot write the plot ({exc.strerror or exc})") from None
     return path
 
 
