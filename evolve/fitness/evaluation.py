@@ -83,7 +83,8 @@ def evaluate_plan(problem: Problem, plan: Plan, fitnesses: Sequence[Fitness],
     try:
         with time_limit(timeout):
             errors = context.errors  # the validator runs only for a plan with errors (see the context)
-            feasible = not errors and covered_count(problem, plan, context) == len(problem.criteria)
+            feasible = (not errors and covered_count(problem, plan, context) == len(problem.criteria)
+                        and not problem.goal_unmet(plan))
             values = {f.name: f(problem, plan, context) for f in fitnesses}
     except EvaluationTimeout as exc:
         return Evaluation(failed=f"EvaluationTimeout: {exc}")

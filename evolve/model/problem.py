@@ -11,7 +11,10 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from evolve.model.plan import Plan
 
 Risk = Literal["read", "write", "approval"]
 RISKS: tuple[Risk, ...] = ("read", "write", "approval")
@@ -121,6 +124,12 @@ class Problem:
     def producers(self, fact: str) -> list[Tool]:
         """Tools whose outputs include ``fact``, in catalog order (a fresh list: callers may keep it)."""
         return list(self.derived(producer_index).get(fact, ()))
+
+    def goal_unmet(self, plan: Plan) -> list[str]:
+        """Why ``plan`` would not meet the goal beyond making every criterion (empty: nothing
+        more to check). A catalog problem's goal is its criteria; a problem with a goal of its
+        own (an HTN domain's) judges it here, apart from the code that built the plan."""
+        return []
 
     def initial_set(self) -> frozenset[str]:
         """:attr:`initial` as a set, built once, so a membership test is not a scan of the tuple."""

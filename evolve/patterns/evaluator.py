@@ -11,6 +11,7 @@ uses a tool whose premise failed again in the same run.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,14 +29,16 @@ Evaluator = Callable[[str, Any], Any]
 
 
 def read_verdict(answer: Any) -> tuple[str, str | None]:
-    """An evaluator's answer as ``(PASS | FAIL, feedback)``."""
+    """An evaluator's answer as ``(PASS | FAIL, feedback)``: PASS only when its first word is PASS and
+    no word is FAIL."""
     if isinstance(answer, Mapping):
         verdict, feedback = answer.get("verdict"), answer.get("feedback")
     elif isinstance(answer, tuple) and len(answer) == 2:
         verdict, feedback = answer
     else:
         verdict = feedback = str(answer)
-    passed = str(verdict).strip().upper().startswith("PASS")
+    words = re.findall(r"[A-Z]+", str(verdict).upper())
+    passed = bool(words) and words[0] == "PASS" and "FAIL" not in words  # not "PASSABLE", "PASS/FAIL: FAIL"
     return ("PASS" if passed else "FAIL"), (None if feedback is None else str(feedback))
 
 

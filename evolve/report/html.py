@@ -11,10 +11,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from evolve.fitness.evaluation import evaluate_plan
 from evolve.model.problem import Problem
 from evolve.report.assets import CHECK_JS, CSP, CSS, ERRORS_JS, PAGE_JS
 from evolve.report.convergence_svg import convergence_svgs
-from evolve.report.data import CandidateRecord, Run, load_run
+from evolve.report.data import CandidateRecord, Run, RunError, load_run
 from evolve.report.gantt_svg import gantt_svg
 from evolve.report.graph_svg import graph_svg
 from evolve.report.history import (
@@ -40,7 +41,10 @@ def write_report(run_dir: str | Path, problem: str | Path | Problem | None = Non
     """
     run = load_run(run_dir, problem)
     path = Path(out) if out is not None else run.folder / REPORT_NAME
-    path.write_text(render(run), encoding="utf-8")
+    try:
+        path.write_text(render(run), encoding="utf-8")
+    except OSError as exc:  # a folder that is missing, a file, read-only: bad --out, not a bug
+        raise RunError(f"{path}: cannot write the report ({exc.strerror or exc})") from None
     return path
 
 
@@ -75,6 +79,12 @@ def header(run: Run, timeline: Timeline) -> str:
     best = run.summary.get("best") if isinstance(run.summary.get("best"), Mapping) else {}
     assert isinstance(best, Mapping)
     feasible = bool(best.get("feasible", False))
+    doubted = ""
+    if feasible and run.problem is not None:  # a folder's claim, checked again on its own plan
+        feasible = evaluate_plan(run.problem, run.plan, ()).feasible
+        if not feasible:
+            doubted = ('<p class="no">the summary says feasible, but the plan in best.json is not '
+                       "valid and complete for the problem</p>")
     objective = run.problem.objective if run.problem is not None else ""
     cards = [
         ("makespan", num(timeline.makespan), ""),
@@ -90,7 +100,7 @@ def header(run: Run, timeline: Timeline) -> str:
     chain = " → ".join(f"<b>{esc(t)}</b>" for t in timeline.critical_path) or "none"
     errors = "".join(f'<p class="no">error: {esc(e)}</p>' for e in best.get("errors", ()) or ())
     return header_html(str(run.summary.get("problem", run.folder.name)), objective, cards,
-                       f'<p class="path">critical path: {chain}</p>{gains(run)}{errors}')
+                       f'<p class="path">critical path: {chain}</p>{gains(run)}{doubted}{errors}')
 
 
 def gains(run: Run) -> str:

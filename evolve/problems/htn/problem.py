@@ -18,11 +18,13 @@ import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evolve.model.graph import topological_order
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import RISKS, Problem, Risk, Tool
 from evolve.problems.htn.decomposition import Decomposition, Step
 from evolve.problems.htn.domain import Domain, Operator, positive_keys, read_keys
 from evolve.problems.htn.reader import domain_from_dict, read_domain
+from evolve.problems.htn.world import plan_verdict
 
 GOAL_TASK = "goal"
 """The id of the plan's last task, which marks the goal decomposed."""
@@ -46,6 +48,27 @@ class HtnProblem(Problem):
         if self.domain is None:
             raise ValueError("an HTN problem without its domain")
         return self.domain
+
+    def goal_unmet(self, plan: Plan) -> list[str]:
+        """Why ``plan``'s operator steps (in the plan's order when its deps allow it, else in
+        an order they allow) do not reach the domain's goal, judged by
+        :func:`~evolve.problems.htn.world.plan_verdict`, which shares nothing with the planner:
+        the goal marker task alone makes the criterion, never the goal."""
+        if self.domain is None:
+            return []
+        tasks = plan.by_id()
+        listed = [t.id for t in plan.tasks]
+        seen: set[str] = set()
+        in_order = True
+        for task in plan.tasks:
+            if any(d in tasks and d not in seen for d in task.deps):
+                in_order = False
+                break
+            seen.add(task.id)
+        order = listed if in_order else topological_order(plan.dependency_map())
+        steps = [tasks[tid].tool for tid in order if tasks[tid].tool in self.domain.operators]
+        verdict = plan_verdict(self.domain, steps)
+        return [] if verdict.holds else [verdict.reason]
 
 
 def tool_of(operator: Operator) -> Tool:

@@ -29,6 +29,7 @@ from evolve.problems.htn.domain import (
     first_failing,
     holds,
     show,
+    truth,
 )
 
 Done = tuple[str, Mapping[str, Any] | None]
@@ -118,6 +119,37 @@ def goal_verdict(domain: Domain, steps: Sequence[Done], start: State | None = No
         if k < len(steps):
             state = replay_state(domain, steps[k:k + 1], state)
     return GoalVerdict(False, f"no run of the {len(steps)} done steps decomposes {domain.goal}")
+
+
+def plan_verdict(domain: Domain, operators: Sequence[str], start: State | None = None) -> GoalVerdict:
+    """Before a run: whether ``operators``, in this order from ``start`` (default: the domain's
+    state), can each apply (no precondition false; a ``$result`` value is unknown until the plan
+    runs) and leave the goal possible: its ``achieves`` not false where they end. A goal without
+    ``achieves`` is judged by the steps applying, and an empty plan by whether the goal
+    decomposes to nothing: recognising the decomposition of a longer plan is a search
+    (:func:`decomposes`), too costly for every evaluation of a search (seconds per plan it
+    rejects on IPC Transport), so that tree stays the planner's word (the HDDL verifier checks
+    the IPC plans' trees)."""
+    state: dict[str, Value] = dict(domain.state if start is None else start)
+    initial = dict(state)
+    for i, name in enumerate(operators):
+        op = domain.operators.get(name)
+        if op is None:
+            return GoalVerdict(False, f"step {i + 1} ({name}) is no operator of the domain")
+        if truth(op.pre, state) is False:
+            failing = first_failing(op.pre, state) or op.pre
+            return GoalVerdict(False, f"step {i + 1} ({name}) needs {show(failing)}")
+        state = apply_effects(op.effects, state, None)
+    achieves = goal_achieves(domain)
+    if achieves is not None:
+        if truth(achieves, state) is False:
+            failing = first_failing(achieves, state) or achieves
+            return GoalVerdict(False, f"{domain.goal} needs {show(failing)}, which is false after "
+                                      f"the plan's {len(operators)} steps")
+        return GoalVerdict(True, f"{domain.goal}: {show(achieves)} is not false after the plan's steps")
+    if not operators and not decomposes(domain, [], [], initial):
+        return GoalVerdict(False, f"{domain.goal} does not decompose to nothing, and the plan has no step")
+    return GoalVerdict(True, f"the plan's {len(operators)} steps apply in turn")
 
 
 @dataclass(frozen=True)
