@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_checks import one_clear_line
 from click.testing import CliRunner, Result
 
 from evolve import defaults
@@ -47,16 +48,6 @@ HDDL_PROBLEM = """(define (problem p1) (:domain parcel)
 
 def invoke(*args: object) -> Result:
     return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def one_clear_line(result: Result, *words: str) -> str:
-    """The error: exactly one line, no traceback, naming each of ``words``."""
-    assert "Traceback" not in result.output, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, result.output
-    for word in words:
-        assert word in lines[0], (word, lines[0])
-    return lines[0]
 
 
 def usage_error(result: Result, option: str, *words: str) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_checks import one_clear_line
 from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -47,16 +48,6 @@ def invoke(*args: object, cwd: Path | None = None) -> Result:
         return runner.invoke(cli, [str(a) for a in args])
     finally:
         os.chdir(old)
-
-
-def one_clear_line(result: Result, *words: str) -> str:
-    """The error: exactly one line, no traceback, naming each of ``words``."""
-    assert "Traceback" not in result.output, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, result.output
-    for word in words:
-        assert word in lines[0], (word, lines[0])
-    return lines[0]
 
 
 def problem_with(tmp_path: Path, change: Callable[[dict[str, Any]], None], name: str = "p.yaml") -> Path:

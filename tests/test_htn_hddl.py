@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hddl_parcel import DOMAIN, PROBLEM
 
 from evolve.cli.main import cli
 from evolve.model.errors import InfeasibleProblem, InputError
@@ -20,26 +21,6 @@ from evolve.problems.htn.hddl_plans import action_graph, ipc_plan
 from evolve.problems.htn.hddl_syntax import read_files
 from evolve.problems.htn.hddl_verify import check_graph, verify
 from evolve.problems.htn.problem import to_plan
-
-DOMAIN = """(define (domain parcel)
-  (:requirements :typing :hierarchy :negative-preconditions)
-  (:types item place)
-  (:predicates (at ?i - item ?p - place) (packed ?i - item))
-  (:task deliver :parameters (?i - item ?p - place))
-  (:method m-pack-then-move :parameters (?i - item ?a - place ?p - place) :task (deliver ?i ?p)
-    :precondition (and (at ?i ?a) (not (= ?a ?p)))
-    :ordered-subtasks (and (t1 (pack ?i)) (t2 (move ?i ?a ?p))))
-  (:method m-there :parameters (?i - item ?p - place) :task (deliver ?i ?p)
-    :precondition (at ?i ?p) :ordered-subtasks (and))
-  (:action pack :parameters (?i - item) :precondition (not (packed ?i)) :effect (packed ?i))
-  (:action move :parameters (?i - item ?a - place ?p - place)
-    :precondition (and (packed ?i) (at ?i ?a)) :effect (and (not (at ?i ?a)) (at ?i ?p))))
-"""
-PROBLEM = """(define (problem p1) (:domain parcel)
-  (:objects box - item home shop - place)
-  (:htn :ordered-subtasks (and (t0 (deliver box shop))))
-  (:init (at box home)))
-"""
 
 # The first method (left) reaches the wrong side; only the second meets the goal.
 CHOICE = """(define (domain choice) (:requirements :typing :hierarchy)

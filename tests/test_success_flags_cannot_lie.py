@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hddl_parcel import DOMAIN, PROBLEM_TEMPLATE
 
 from evolve.execute import start_run
 from evolve.execute.tools import Call
@@ -258,33 +259,12 @@ def test_validate_domain_does_not_take_the_planners_word(monkeypatch: pytest.Mon
 
 # -- valid (the HDDL verifier): decompositions the domain does not allow ----------------------
 
-DOMAIN = """(define (domain parcel)
-  (:requirements :typing :hierarchy :negative-preconditions)
-  (:types item place)
-  (:predicates (at ?i - item ?p - place) (packed ?i - item))
-  (:task deliver :parameters (?i - item ?p - place))
-  (:method m-pack-then-move :parameters (?i - item ?a - place ?p - place) :task (deliver ?i ?p)
-    :precondition (and (at ?i ?a) (not (= ?a ?p)))
-    :ordered-subtasks (and (t1 (pack ?i)) (t2 (move ?i ?a ?p))))
-  (:method m-there :parameters (?i - item ?p - place) :task (deliver ?i ?p)
-    :precondition (at ?i ?p) :ordered-subtasks (and))
-  (:action pack :parameters (?i - item) :precondition (not (packed ?i)) :effect (packed ?i))
-  (:action move :parameters (?i - item ?a - place ?p - place)
-    :precondition (and (packed ?i) (at ?i ?a)) :effect (and (not (at ?i ?a)) (at ?i ?p))))
-"""
-PROBLEM = """(define (problem p1) (:domain parcel)
-  (:objects box - item home shop - place)
-  (:htn :ordered-subtasks (and (t0 (deliver box {to}))))
-  (:init (at box {start})))
-"""
-
-
 TREE = "==>\n0 pack box\n1 move box home shop\nroot 2\n2 deliver box shop -> m-pack-then-move 0 1\n<==\n"
 
 
 def model(tmp_path: Path, to: str = "shop", start: str = "home") -> Any:
     (tmp_path / "d.hddl").write_text(DOMAIN)
-    (tmp_path / "p.hddl").write_text(PROBLEM.format(to=to, start=start))
+    (tmp_path / "p.hddl").write_text(PROBLEM_TEMPLATE.format(to=to, start=start))
     return read_files(tmp_path / "d.hddl", tmp_path / "p.hddl")
 
 
