@@ -12,6 +12,7 @@ in a failed :class:`Evaluation` that carries the error.
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import pickle
@@ -22,7 +23,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -349,6 +350,9 @@ class Evaluator:
                 if self.parallel is None and self.worth_a_pool(began):
                     self.open_pool()  # its workers start while this process develops the rest
         else:
+            # the streams as they came: a redo after a failed trip starts from these, not from
+            # streams this process (or a thread of the threading backend) advanced meanwhile
+            fresh = [replace(item, rng=copy.deepcopy(item.rng)) for item in work]
             parts = split(list(work), self.jobs + 1)
             mine = parts.pop() if len(parts) > 1 else []
             parallel = self.pool()
@@ -361,7 +365,7 @@ class Evaluator:
                 out = [made for chunk in pending for made in chunk] + here
             except Exception:
                 self.worker_failures += 1
-                out = [develop(self.problem, development, item) for item in work]
+                out = [develop(self.problem, development, item) for item in fresh]
         elapsed = time.perf_counter() - began
         self.developed_here += elapsed if local else 0.0
         self.developing.record(local, elapsed / len(work))
