@@ -50,7 +50,7 @@ from evolve.problems.synthetic import generate_document, save_document
 from evolve.report import write_report
 from evolve.run.checkpoint import CHECKPOINT, checkpointed_generation
 from evolve.run.evaluator import capped_jobs
-from evolve.run.folder import new_run_dir, run_search
+from evolve.run.folder import new_run_dir, nothing_checkpointed, run_search
 from evolve.scheduling import Schedule, schedule
 from evolve.search.options import SearchOptions
 
@@ -130,6 +130,9 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
                    f"({event['evaluations']} evals, {rate:.0f}/s)", err=True)
 
     folder = Path(resume_dir or out_dir or new_run_dir(runs_root()))
+    if resume_dir is not None and nothing_checkpointed(folder):
+        click.echo(f"note: {folder}: nothing is checkpointed (the run stopped before its first "
+                   "generation ended); starting it from the beginning", err=True)
     ctrl_c = CtrlC()
     try:
         with ctrl_c, ExitStack() as stack:
@@ -158,8 +161,10 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
             raise
         if (folder / CHECKPOINT).exists():
             resumable(folder, f"generation {checkpointed_generation(folder)} is checkpointed")
+        again = (f"the same command with --resume {folder} starts it from the beginning"
+                 if nothing_checkpointed(folder) else "start the run again")
         click.echo("\ninterrupted before the first generation ended: there is no checkpoint "
-                   "to resume; start the run again", err=True)
+                   f"to resume; {again}", err=True)
         sys.exit(EXIT_INTERRUPTED)
     if outcome.result.stop_reason == INTERRUPTED:
         resumable(folder, f"generation {outcome.summary['generations']} is checkpointed and its best "

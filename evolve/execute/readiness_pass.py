@@ -106,6 +106,8 @@ def assumptions_hold(ctx: RunContext, task: Task, *, at_dispatch: bool) -> bool:
     dispatch); ``False`` after asking for a replan (or failing the task on a broken one)."""
     if not task.assumes or task.id in ctx.assumed or ctx.simulate:
         return True
+    if ctx.state.replan is not None and task.tool in ctx.state.excluded:
+        return False  # the replan asked for already replaces it (a resumed session looks again)
     status = ctx.state.status
     for text in task.assumes:
         try:

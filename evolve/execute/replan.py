@@ -222,7 +222,8 @@ class SearchReplanner:
         options = SearchOptions(
             generations=self.generations, population=self.population, keep=self.keep, seed=seed, jobs=1
         )
-        outcome = run_search(situation.problem, options=options, out_dir=folder)
+        # a search a killed session left in its folder is made again: the same seed, the same plan
+        outcome = run_search(situation.problem, options=options, out_dir=folder, overwrite=True)
         best = outcome.result.best
         if not best.evaluation.feasible:
             return None

@@ -103,6 +103,18 @@ def prepare_folder(path: Path, *, resume: bool, overwrite: bool) -> None:
             (path / name).unlink()
 
 
+def nothing_checkpointed(path: Path) -> bool:
+    """Whether ``path`` holds a run stopped before its first checkpoint was on disk: it began
+    (its problem or events are written) but has neither a checkpoint nor a result. Nothing of
+    it is kept, so resuming it starts it from the beginning, which ends exactly as a run never
+    stopped (a folder with no run in it, or a result without its checkpoint, is refused)."""
+    def has(name: str) -> bool:
+        return (path / name).exists()
+    return (not any(has(name) for name in (checkpoint.CHECKPOINT, checkpoint.LEGACY_CHECKPOINT,
+                                            "summary.json", "best.json"))
+            and any(has(name) for name in ("events.jsonl", "problem.json")))
+
+
 def dump_json(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
 
@@ -129,7 +141,8 @@ def run_search(
     """Search ``problem`` and write the run folder. The programmatic twin of ``evolve run``.
 
     With ``resume=True`` the search continues from ``out_dir``'s checkpoint, which
-    must have been made for the same problem, objectives and options. An HTN domain
+    must have been made for the same problem, objectives and options; one stopped before its
+    first checkpoint starts again from the beginning (:func:`nothing_checkpointed`). An HTN domain
     (:class:`~evolve.problems.htn.HtnProblem`) is searched by its own algorithm, which asks
     ``htn_fallback`` (if given) for decompositions no method covers. A folder that
     already holds a run is refused unless resumed or ``overwrite=True``. The run checkpoints
@@ -171,7 +184,8 @@ def run_search(
     }
     if seeds:
         identity["seeds"] = [plan_hash(p) for p in seeds]
-    restored = checkpoint.load(out, identity) if resume else None
+    # a run stopped before its first checkpoint kept nothing: resuming it starts it again
+    restored = checkpoint.load(out, identity) if resume and not nothing_checkpointed(out) else None
     events_path = out / "events.jsonl"
     digest = checkpoint.check_events(events_path, restored) if restored is not None else None
     (out / "problem.json").write_text(dump_json(problem_doc))
