@@ -28,8 +28,7 @@ from typing import Any, TypeVar
 
 import click
 
-from evolve.model.errors import EvolveError, InfeasibleProblem, InputError, RunFailed
-from evolve.model.files import describe
+from evolve.model.errors import EvolveError, InfeasibleProblem, RunFailed
 from evolve.run.folder import RUNS_DIR_VARIABLE as RUNS_DIR_VARIABLE  # the commands import
 from evolve.run.folder import runs_root as runs_root  # these two from here
 
@@ -170,11 +169,3 @@ def internal_error(exc: BaseException) -> str:
     return (f"internal error: {type(exc).__name__}{': ' + text if text else ''} "
             f"(a bug in evolve, not in your input; {where})")
 
-
-def write_output(path: str, text: str) -> None:
-    """Write a command's ``--out`` file, or say in one line why it cannot be: a missing folder, a
-    parent that is a file or a read-only place is the user's path to fix, not a bug in evolve."""
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(path, "", f"cannot write {describe(path)} ({exc.strerror or exc})") from None

@@ -13,10 +13,10 @@ import yaml
 
 from evolve import defaults
 from evolve.cli.author import author
-from evolve.cli.common import friendly, write_output
+from evolve.cli.common import friendly
 from evolve.llm.htn import LLMDecomposer, make_htn_fallback
 from evolve.model.errors import InputError
-from evolve.model.files import read_document
+from evolve.model.files import read_document, write_text_file
 from evolve.model.problem import Problem
 from evolve.problems.htn import (
     HtnProblem,
@@ -171,7 +171,7 @@ def hddl_cmd(domain_file: str, problem_file: str, out_file: str, max_depth: int 
     """Ground an HDDL domain and problem into an HTN domain file (see docs/hddl.md)."""
     document = hddl_document(domain_file, problem_file, max_depth, max_nodes)
     htn_problem_from_dict(document, problem_file)  # checked like any domain file
-    write_output(out_file, yaml.safe_dump(document, sort_keys=False))
+    write_text_file(out_file, yaml.safe_dump(document, sort_keys=False))
     click.echo(f"wrote {out_file} ({len(document['htn']['operators'])} ground operators, "
                f"{len(document['htn']['methods'])} ground methods)", err=True)
 

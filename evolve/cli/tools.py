@@ -6,8 +6,9 @@ import click
 import yaml
 
 from evolve import defaults
-from evolve.cli.common import friendly, write_output
+from evolve.cli.common import friendly
 from evolve.model.errors import printable
+from evolve.model.files import write_text_file
 from evolve.problems.toolspec import import_tools as import_catalog
 from evolve.problems.toolspec import problem_yaml
 
@@ -58,10 +59,10 @@ def import_tools(spec_file: str, out_file: str | None, meta_file: str | None, tr
     if out_file is None:
         click.echo(text, nl=False)
     else:
-        write_output(out_file, text)
+        write_text_file(out_file, text)
     if plan_file is not None and imported.reference is not None:
-        write_output(plan_file, yaml.safe_dump(imported.reference.to_dict(), sort_keys=False,
-                                        default_flow_style=None, width=100))
+        write_text_file(plan_file, yaml.safe_dump(imported.reference.to_dict(), sort_keys=False,
+                                                  default_flow_style=None, width=100))
     problem = imported.problem
     click.echo(f"{out_file or 'problem'}: {len(problem.tools)} tools, initial: "
                f"{', '.join(problem.initial) or '-'}; criteria: {', '.join(problem.criteria)}"

@@ -278,6 +278,15 @@ def read_text_file(path: str | Path) -> str:
         raise InputError(str(path), "", f"not UTF-8 text (byte {exc.start})") from None
 
 
+def write_text_file(path: str | Path, text: str) -> None:
+    """Write ``text`` as UTF-8 to ``path``, or say in one line why it cannot be: a missing folder,
+    a parent that is a file or a read-only place is the user's path to fix, not a bug in evolve."""
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(str(path), "", f"cannot write {describe(path)} ({exc.strerror or exc})") from None
+
+
 def read_document(path: str | Path) -> Any:
     """Parse a YAML or JSON file (JSON is YAML, but its errors read better from ``json``), within
     the bounds of :mod:`evolve.model.limits`."""

@@ -119,25 +119,27 @@ def strings(value: object) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, Sequence) and not isinstance(value, str) else ()
 
 
-def read_json(path: Path) -> Any:
+def read_text(path: Path) -> str:
+    """A run folder file's text, or an :class:`ExecutionReportError` naming it (missing, a
+    folder, unreadable, not UTF-8)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ExecutionReportError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
         raise ExecutionReportError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise ExecutionReportError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
 
 
 def read_events(path: Path) -> list[Mapping[str, Any]]:
     events: list[Mapping[str, Any]] = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ExecutionReportError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise ExecutionReportError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    lines = read_text(path).splitlines()
     for number_, line in enumerate(lines, start=1):
         if not line.strip():
             continue

@@ -97,13 +97,14 @@ def validate_domain(domain: Domain, max_states: int = defaults.HTN_VALIDATE_STAT
             results.append(StateResult(state, False, str(outcome)))
             continue
         faults = replay(domain, outcome.steps, state)
-        # the goal judged where the steps lead when replayed, never in the planner's own state
-        verdict = plan_verdict(domain, [s.operator for s in outcome.steps], state)
         if faults:
             results.append(StateResult(state, False, "unsound plan: " + "; ".join(faults)))
-        elif not verdict.holds:
+            continue
+        # the goal judged where the steps lead when replayed, never in the planner's own state
+        verdict = plan_verdict(domain, [s.operator for s in outcome.steps], state)
+        if verdict.holds:
+            results.append(StateResult(state, True, steps=len(outcome.steps)))
+        else:
             results.append(StateResult(state, False,
                                        f"the plan does not reach {domain.goal}: {verdict.reason}"))
-        else:
-            results.append(StateResult(state, True, steps=len(outcome.steps)))
     return DomainReport(tuple(results), exhaustive, total, tuple(sorted(dimensions(domain))))

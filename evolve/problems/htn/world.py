@@ -130,8 +130,8 @@ def plan_verdict(domain: Domain, operators: Sequence[str], start: State | None =
     (:func:`decomposes`), too costly for every evaluation of a search (seconds per plan it
     rejects on IPC Transport), so that tree stays the planner's word (the HDDL verifier checks
     the IPC plans' trees)."""
-    state: dict[str, Value] = dict(domain.state if start is None else start)
-    initial = dict(state)
+    initial = domain.state if start is None else start
+    state: dict[str, Value] = dict(initial)
     for i, name in enumerate(operators):
         op = domain.operators.get(name)
         if op is None:
