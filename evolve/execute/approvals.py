@@ -277,8 +277,8 @@ def waiting(ctx: RunContext) -> list[str]:
 def poll(ctx: RunContext) -> bool:
     """Fold in the decisions another process committed (``evolve approve`` while this session
     waits), with their events; whether there were any."""
-    _, decided = ctx.journal.asks()
-    new = [d for d in decided if d.ask_id not in ctx.state.decided]
+    new = [d for d in ctx.journal.history(("Decided",))
+           if isinstance(d, Decided) and d.ask_id not in ctx.state.decided]
     if not new:
         return False
     for made in new:

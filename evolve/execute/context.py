@@ -125,8 +125,8 @@ class RunContext:
         """The one way the run changes: the journal first (one transaction), then the state,
         then ``events.jsonl``; a task left waiting for a retry gets its timer, one that reached
         a final status wakes its dependents."""
-        events = self.journal.write(change.records, change.events, meta)
-        for record in change.records:
+        written, events = self.journal.append(change.records, change.events, meta)
+        for record in written:
             self.state.apply(record)
         self.log.emit(events)
         self.halt(change.stop)

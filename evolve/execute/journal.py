@@ -23,20 +23,25 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar, assert_never
 
 from evolve import defaults
 from evolve.execute import records as rec
-from evolve.execute.records import CALL_STATUSES, TASK_STATUSES, CallStatus, TaskRow
+from evolve.execute.journal_legacy import legacy_records
+from evolve.execute.record_codec import RecordCodecError, decode, encode
+from evolve.execute.records import CALL_STATUSES, TASK_STATUSES, CallRow, CallStatus, Revision, TaskRow
 from evolve.model.errors import EvolveError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Kept in SQLite's ``user_version``. 2: the tasks' retry wake times and cascaded skips are
 columns (version 1, which had neither, kept them only in events; it is refused, not guessed).
-3: the ``asks`` table (what a person was asked, and what they decided); a version 2 journal is
-refused like any other version."""
+3: the ``asks`` table (what a person was asked, and what they decided). 4: the ``history``
+table, every record as it was applied; a version 3 journal is migrated when opened (its history
+made once from its tables, :mod:`evolve.execute.journal_legacy`), older ones are refused."""
+
+MIGRATES_FROM = 3
+"""The one older schema a journal is migrated from rather than refused."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,13 +58,17 @@ CREATE TABLE IF NOT EXISTS calls (
     risk TEXT NOT NULL, idempotency_key TEXT, status TEXT NOT NULL, inputs TEXT, outputs TEXT,
     error TEXT, started REAL, finished REAL);
 CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS history (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS asks (
     ask_id INTEGER PRIMARY KEY, task_id TEXT NOT NULL, kind TEXT NOT NULL, tool TEXT NOT NULL,
     action TEXT, action_hash TEXT, since REAL NOT NULL, since_wall REAL NOT NULL,
     verdict TEXT, decided_by TEXT, decided_at REAL, note TEXT, decided_hash TEXT, outputs TEXT);
 """
 
-__all__ = ["CALL_STATUSES", "SCHEMA_VERSION", "TASK_STATUSES", "Journal", "JournalError", "TaskRow"]
+__all__ = [
+    "CALL_STATUSES", "SCHEMA_VERSION", "TASK_STATUSES", "CallRow", "Journal", "JournalError", "Revision",
+    "TaskRow",
+]
 
 SYNC_MODES = ("FULL", "NORMAL", "OFF")
 
@@ -97,32 +106,6 @@ def damage_named(table: str) -> Callable[[Callable[Concatenate[Journal, P], R]],
     return decorate
 
 
-@dataclass(frozen=True)
-class CallRow:
-    call_id: int
-    task_id: str
-    attempt: int
-    tool: str
-    risk: str
-    idempotency_key: str | None
-    status: CallStatus
-    inputs: Any
-    outputs: Any
-    error: str | None
-    started: float | None
-    finished: float | None
-
-
-@dataclass(frozen=True)
-class Revision:
-    revision: int
-    plan: dict[str, Any]
-    patch: dict[str, Any] | None
-    diff: dict[str, Any] | None
-    reason: str | None
-    created: float
-
-
 TASK_COLUMNS = (
     "task_id",
     "revision",
@@ -155,7 +138,8 @@ class Journal:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={sync}")
             version = self.scalar("PRAGMA user_version")
-            if version != SCHEMA_VERSION and self.scalar(
+            legacy = version == MIGRATES_FROM
+            if version not in (SCHEMA_VERSION, MIGRATES_FROM) and self.scalar(
                 "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'tasks'"
             ):
                 self.db.close()
@@ -164,6 +148,8 @@ class Journal:
                     f"version {SCHEMA_VERSION} only (the run was made by another evolve; start it again)"
                 )
             self.db.executescript(SCHEMA)
+            if legacy:
+                self.migrate()
             self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self.seq = self.scalar("SELECT COALESCE(MAX(seq), 0) FROM events")
             self.next_call = self.scalar("SELECT COALESCE(MAX(call_id), 0) FROM calls") + 1
@@ -277,6 +263,26 @@ class Journal:
                 decided.append(rec.Decided(r[0], r[1], r[8], r[9], r[10], r[11], r[12], loads(r[13])))
         return asked, decided
 
+    def history(self, kinds: Sequence[str] = ()) -> list[rec.Record]:
+        """Every record the run applied, in the order it applied them (only ``kinds``, by
+        class name, when given): what ``--resume`` folds."""
+        sql = "SELECT seq, kind, body FROM history"
+        if kinds:
+            sql += f" WHERE kind IN ({', '.join('?' * len(kinds))})"
+        rows = self.db.execute(sql + " ORDER BY seq", tuple(kinds))
+        try:
+            return [decode(kind, body, f"{self.path}: history row {seq}") for seq, kind, body in rows]
+        except RecordCodecError as exc:
+            raise JournalError(f"{exc}; the journal is damaged") from None
+
+    def migrate(self) -> None:
+        """A version 3 journal's history, made once from its tables (one transaction)."""
+        made = legacy_records(self.revisions(), self.calls(), self.asks(), self.tasks(), self.meta(),
+                              self.model_calls(), str(self.path))
+        with self.transaction() as db:
+            for record in made:
+                self.put_history(db, record)
+
     @damage_named("events")
     def events(self) -> list[dict[str, Any]]:
         return [json.loads(body) for (body,) in self.db.execute("SELECT body FROM events ORDER BY seq")]
@@ -291,11 +297,29 @@ class Journal:
     ) -> list[dict[str, Any]]:
         """``records``, ``events`` and run-level ``meta`` in one transaction: all or none. The
         events come back numbered (``seq``)."""
+        return self.append(records, events, meta)[1]
+
+    def append(
+        self,
+        records: Sequence[rec.Record],
+        events: Iterable[dict[str, Any]] = (),
+        meta: Mapping[str, Any] | None = None,
+    ) -> tuple[list[rec.Record], list[dict[str, Any]]]:
+        """As :meth:`write`, and the records as the history holds them: what the live run
+        folds, so that its state and a replay of the history are the same values."""
         with self.transaction() as db:
+            written = [self.put_history(db, record) for record in records]
             for record in records:
                 self.put_record(db, record)
             self.put_meta(db, meta)
-            return self.add_events(db, events)
+            return written, self.add_events(db, events)
+
+    def put_history(self, db: sqlite3.Connection, record: rec.Record) -> rec.Record:
+        """Append ``record`` to the history (inside the caller's transaction); the record as a
+        replay will read it back."""
+        kind, body = encode(record)
+        cursor = db.execute("INSERT INTO history (kind, body) VALUES (?, ?)", (kind, body))
+        return decode(kind, body, f"{self.path}: history row {cursor.lastrowid}")
 
     def put_record(self, db: sqlite3.Connection, record: rec.Record) -> None:
         """One record's rows (inside the caller's transaction)."""

@@ -73,6 +73,36 @@ class TaskRow:
 
 
 @dataclass(frozen=True)
+class CallRow:
+    """One call as the journal's ``calls`` table holds it."""
+
+    call_id: int
+    task_id: str
+    attempt: int
+    tool: str
+    risk: str
+    idempotency_key: str | None
+    status: CallStatus
+    inputs: Any
+    outputs: Any
+    error: str | None
+    started: float | None
+    finished: float | None
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One revision as the journal's ``revisions`` table holds it."""
+
+    revision: int
+    plan: dict[str, Any]
+    patch: dict[str, Any] | None
+    diff: dict[str, Any] | None
+    reason: str | None
+    created: float
+
+
+@dataclass(frozen=True)
 class Dispatched:
     """A call about to be made: committed before the call is (``call_id``: the journal's
     ``next_call`` onwards)."""

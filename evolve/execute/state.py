@@ -1,9 +1,9 @@
 """The run's durable state in memory: :class:`RunState`, changed only by :meth:`RunState.apply`.
 
-The journal is the truth and this is its fold: a live run applies each record right after the
-journal committed it (:meth:`evolve.execute.context.RunContext.commit`), and a resumed run
-rebuilds the same state by folding the journal's rows through the same ``apply``
-(:meth:`RunState.restore`): every revision, every dispatch record, then each task's last settle.
+The journal's history is the truth and this is its fold: a live run applies each record right
+after the journal appended it to the history (:meth:`evolve.execute.context.RunContext.commit`),
+and a resumed run replays the history through the same ``apply`` (:meth:`RunState.restore`),
+record by record in the order they were applied; nothing is rebuilt from the tables.
 What is not here is not durable: the ready queue, the readiness pass's agenda, a stop.
 """
 
@@ -23,11 +23,9 @@ from evolve.execute.records import (
     ReplanTried,
     Revised,
     Settled,
-    TaskRow,
     TaskStatus,
     Window,
 )
-from evolve.model.files import plan_from_dict
 from evolve.model.plan import Plan
 
 
@@ -137,63 +135,12 @@ class RunState:
 
     @classmethod
     def restore(cls, journal: Journal) -> RunState:
-        """The state of the run in ``journal``: its records folded in order."""
+        """The state of the run in ``journal``: its history replayed through :meth:`apply`,
+        record by record, as the live run applied it."""
+        history = journal.history()
+        if not any(isinstance(record, Revised) for record in history):
+            raise JournalError(f"{journal.path}: the run never committed a plan; start it again")
         state = cls()
-        for record in recorded(journal):
+        for record in history:
             state.apply(record)
         return state
-
-
-def recorded(journal: Journal) -> list[Record]:
-    """The journal's rows as the records that made them: each revision, each dispatch record,
-    each ask of a person and its decision, each task's last settle (its row), the last replan
-    tried, the replan request standing and (under a rolling horizon) the committed window."""
-    revisions = journal.revisions()
-    if not revisions:
-        raise JournalError(f"{journal.path}: the run never committed a plan; start it again")
-    records: list[Record] = []
-    for rev in revisions:
-        plan = plan_from_dict(rev.plan, str(journal.path), "revisions")
-        diff = dict(rev.diff or {})
-        records.append(
-            Revised(
-                rev.revision, plan, tuple((rev.patch or {}).get("invalidate", ())), diff.get("signature", "")
-            )
-        )
-    for call in journal.calls():
-        records.append(
-            Dispatched(
-                call.call_id, call.task_id, call.attempt, call.tool, call.risk, call.idempotency_key, "", 0.0
-            )
-        )
-    asked, decided = journal.asks()
-    by_ask = {d.ask_id: d for d in decided}
-    for ask in asked:
-        records.append(ask)
-        if ask.ask_id in by_ask:
-            records.append(by_ask[ask.ask_id])
-    records.extend(settled(row) for row in journal.tasks().values())
-    meta = journal.meta()
-    records.append(ReplanTried(int(meta.get("replan_tried") or 0)))
-    records.extend(ModelCalls(purpose, calls) for purpose, calls in journal.model_calls().items())
-    records.append(ReplanAsked(tuple(meta.get("excluded") or ()), meta.get("replan")))
-    window = meta.get("window")
-    if window is not None:  # a run under a rolling horizon
-        records.append(Window(int(window["revision"]), tuple(window["tasks"])))
-    return records
-
-
-def settled(row: TaskRow) -> Settled:
-    """A task's row as the settle that left it so (a row is its task's last settle)."""
-    return Settled(
-        row.task_id,
-        row.status,
-        outputs=row.outputs,
-        error=row.error,
-        finished=row.finished,
-        failures=row.failures,
-        first_failure=row.first_failure,
-        retry_at=row.retry_at,
-        cascaded=row.cascaded,
-        attempt=row.attempts,
-    )

@@ -1,0 +1,110 @@
+"""Records as the journal's history holds them: one JSON object per record, and back.
+
+The history is the run's truth (:mod:`evolve.execute.journal`), so a record must come back from
+it exactly as the state folds it: the codec is driven by each record class's own field types, so
+a kind added to :data:`evolve.execute.records.Record` needs nothing here as long as its fields
+are JSON values, tuples of them, mappings, a :class:`~evolve.model.plan.Plan` or
+:class:`~evolve.execute.records.TaskRow` values. A live run folds the decoded record, not the one
+it made (:meth:`evolve.execute.journal.Journal.append`), so what it holds in memory and what a
+resumed run replays are the same values, tuples where a field says tuple and lists inside a
+tool's outputs either way.
+
+Decoding reads JSON and builds frozen dataclasses; it never executes anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, get_args, get_origin
+
+from evolve.execute import records as rec
+from evolve.model.errors import EvolveError
+from evolve.model.files import plan_from_dict
+from evolve.model.plan import Plan
+
+
+class RecordCodecError(EvolveError):
+    """A history row that is not a record this evolve knows."""
+
+
+KINDS: dict[str, type[Any]] = {kind.__name__: kind for kind in get_args(rec.Record)}
+"""Every record kind, by its class name (the history's ``kind`` column)."""
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def field_types(kind: type[Any]) -> tuple[tuple[str, Any], ...]:
+    """The record class's fields with their resolved types (``from __future__`` annotations are
+    strings until resolved)."""
+    hints = typing.get_type_hints(kind, vars(rec))
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(kind))
+
+
+FIELDS: dict[str, tuple[tuple[str, Any], ...]] = {name: field_types(kind) for name, kind in KINDS.items()}
+"""Each kind's fields and types, resolved once."""
+
+
+def encode(record: rec.Record) -> tuple[str, str]:
+    """The record's kind and its JSON text."""
+    body = {name: plain(getattr(record, name)) for name, _ in FIELDS[type(record).__name__]}
+    return type(record).__name__, dumps(body)
+
+
+def plain(value: Any) -> Any:
+    """A field's value as JSON data."""
+    if isinstance(value, Plan):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [plain(v) for v in value]
+    return value
+
+
+def decode(kind: str, text: str, source: str = "history") -> rec.Record:
+    """The record a history row holds; a kind or a field this evolve does not know is a
+    :class:`RecordCodecError` naming ``source``."""
+    cls = KINDS.get(kind)
+    if cls is None:
+        raise RecordCodecError(f"{source}: unknown record kind {kind!r}")
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RecordCodecError(f"{source}: a {kind} record is not JSON ({exc.msg})") from None
+    if not isinstance(body, dict):
+        raise RecordCodecError(f"{source}: a {kind} record is not a JSON object")
+    known = dict(FIELDS[kind])
+    unknown = sorted(set(body) - set(known))
+    if unknown:
+        raise RecordCodecError(f"{source}: a {kind} record has unknown fields {', '.join(unknown)}")
+    values = {name: typed(body[name], known[name], source) for name in body}
+    record: rec.Record = cls(**values)
+    return record
+
+
+def typed(value: Any, hint: Any, source: str) -> Any:
+    """JSON data back as the field's type says: tuples, plans and task rows rebuilt."""
+    if value is None:
+        return None
+    origin = get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in get_args(hint) if a is not type(None)]
+        return typed(value, options[0], source) if len(options) == 1 else value
+    if hint is Plan:
+        return plan_from_dict(value, source, "plan")
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        hints = typing.get_type_hints(hint, vars(rec))
+        return hint(**{k: typed(v, hints[k], source) for k, v in value.items()})
+    if origin is tuple:
+        args = get_args(hint)
+        item = args[0] if len(args) == 2 and args[1] is Ellipsis else Any
+        return tuple(typed(v, item, source) for v in value)
+    return value
