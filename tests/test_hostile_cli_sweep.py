@@ -315,19 +315,21 @@ def test_a_bad_prompt_template_is_named_before_the_run(tmp_path: Path, content: 
 
 # --- a damaged journal: bad input naming the file and the table, never an internal error -------
 
-@pytest.mark.parametrize("table, sql", [
-    ("meta", "UPDATE meta SET value = '{bad' WHERE key = 'problem'"),
-    ("revisions", "UPDATE revisions SET plan = '{bad'"),
-    ("tasks", "UPDATE tasks SET outputs = '{bad' WHERE outputs IS NOT NULL"),
-    ("asks", "UPDATE asks SET action = '{bad'"),
+@pytest.mark.parametrize("fault, sql", [
+    ("meta: a value is not JSON", "UPDATE meta SET value = '{bad' WHERE key = 'problem'"),
+    ("its Revised record is not JSON", "UPDATE history SET body = '{bad' WHERE kind = 'Revised'"),
+    ("its Settled record is not JSON", "UPDATE history SET body = '{bad' WHERE kind = 'Settled'"),
+    ("its Asked record is not JSON", "UPDATE history SET body = '{bad' WHERE kind = 'Asked'"),
 ])
 @pytest.mark.parametrize("command", [["pending"], ["approve", "t6"], ["execute", "--resume"]])
-def test_a_damaged_journal_value_is_named(waiting_copy: Path, table: str, sql: str,
+def test_a_damaged_journal_value_is_named(waiting_copy: Path, fault: str, sql: str,
                                           command: list[str]) -> None:
+    """The history is what a resume replays (the tables are its projections): damage there, or
+    in the run's meta, is bad input naming the file and the row."""
     journal = waiting_copy / "journal.sqlite"
     with sqlite3.connect(journal) as db:
         db.execute(sql)
     args = [*command, waiting_copy] if command[0] == "execute" else [command[0], waiting_copy, *command[1:]]
     result = invoke(*args)
     assert result.exit_code == 2, result.output
-    one_clear_line(result, str(journal), f"{table}: a value is not JSON", "the journal is damaged")
+    one_clear_line(result, str(journal), fault, "the journal is damaged")

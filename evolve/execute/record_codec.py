@@ -78,13 +78,13 @@ def decode(kind: str, text: str, source: str = "history") -> rec.Record:
     try:
         body = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise RecordCodecError(f"{source}: a {kind} record is not JSON ({exc.msg})") from None
+        raise RecordCodecError(f"{source}: its {kind} record is not JSON ({exc.msg})") from None
     if not isinstance(body, dict):
-        raise RecordCodecError(f"{source}: a {kind} record is not a JSON object")
+        raise RecordCodecError(f"{source}: its {kind} record is not a JSON object")
     known = dict(FIELDS[kind])
     unknown = sorted(set(body) - set(known))
     if unknown:
-        raise RecordCodecError(f"{source}: a {kind} record has unknown fields {', '.join(unknown)}")
+        raise RecordCodecError(f"{source}: its {kind} record has unknown fields {', '.join(unknown)}")
     values = {name: typed(body[name], known[name], source) for name in body}
     record: rec.Record = cls(**values)
     return record

@@ -1,14 +1,15 @@
 """What a run commits: the record kinds, and the statuses they name.
 
 A record is one durable fact about the run. The executor never changes its state any other way:
-:meth:`evolve.execute.context.RunContext.commit` writes records (with their events) to the
-journal in one transaction and then folds them into :class:`evolve.execute.state.RunState` with
-``apply``; a resumed run folds the journal's rows through the same ``apply``.
+:meth:`evolve.execute.context.RunContext.commit` appends records (with their events) to the
+journal's history in one transaction and then folds them into
+:class:`evolve.execute.state.RunState` with ``apply``; a resumed run replays the history through
+the same ``apply``.
 
-To add a kind: a frozen dataclass here, added to :data:`Record`; a case in ``RunState.apply``;
-a case in ``Journal.write`` (and, if the journal must hold something new, a column and a bump of
-``journal.SCHEMA_VERSION``). mypy's exhaustiveness check (``assert_never``) names each place
-still missing it.
+To add a kind: a frozen dataclass here (its fields JSON values, tuples, mappings, a ``Plan`` or
+``TaskRow`` values: :mod:`evolve.execute.record_codec` reads them from the type hints), added to
+:data:`Record`; a case in ``RunState.apply``; a case in ``Journal.put_record``, its projection in
+the tables. mypy's exhaustiveness check (``assert_never``) names each place still missing it.
 """
 
 from __future__ import annotations
