@@ -18,7 +18,7 @@ import dataclasses
 import json
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, get_args, get_origin
 
 from evolve.execute import records as rec
@@ -35,10 +35,6 @@ KINDS: dict[str, type[Any]] = {kind.__name__: kind for kind in get_args(rec.Reco
 """Every record kind, by its class name (the history's ``kind`` column)."""
 
 
-def dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
 def field_types(kind: type[Any]) -> tuple[tuple[str, Any], ...]:
     """The record class's fields with their resolved types (``from __future__`` annotations are
     strings until resolved)."""
@@ -46,27 +42,60 @@ def field_types(kind: type[Any]) -> tuple[tuple[str, Any], ...]:
     return tuple((f.name, hints[f.name]) for f in dataclasses.fields(kind))
 
 
-FIELDS: dict[str, tuple[tuple[str, Any], ...]] = {name: field_types(kind) for name, kind in KINDS.items()}
-"""Each kind's fields and types, resolved once."""
+Convert = Callable[[Any, str], Any]
+
+
+def identity(value: Any, source: str) -> Any:
+    return value
+
+
+def converter(hint: Any) -> Convert:
+    """How JSON data of a field typed ``hint`` becomes its value again (worked out once per
+    field: decoding runs for every record a live run commits)."""
+    origin = get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in get_args(hint) if a is not type(None)]
+        inner = converter(options[0]) if len(options) == 1 else identity
+        if inner is identity:
+            return identity
+        return lambda value, source: None if value is None else inner(value, source)
+    if hint is Plan:
+        return lambda value, source: plan_from_dict(value, source, "plan")
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        fields = {name: converter(h) for name, h in field_types(hint)}
+        cls = hint
+        return lambda value, source: cls(**{k: fields[k](v, source) for k, v in value.items()})
+    if origin is tuple:
+        args = get_args(hint)
+        item = converter(args[0]) if len(args) == 2 and args[1] is Ellipsis else identity
+        if item is identity:
+            return lambda value, source: tuple(value)
+        return lambda value, source: tuple(item(v, source) for v in value)
+    return identity
+
+
+FIELDS: dict[str, dict[str, Convert]] = {
+    name: {field: converter(hint) for field, hint in field_types(kind)} for name, kind in KINDS.items()
+}
+"""Each kind's fields and how to read each back, worked out once."""
+
+
+def jsonable(value: Any) -> Any:
+    """What ``json`` cannot write by itself: a plan, a row, a mapping other than a dict."""
+    if isinstance(value, Plan):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"a record holds a {type(value).__name__}, which the history cannot keep")
 
 
 def encode(record: rec.Record) -> tuple[str, str]:
     """The record's kind and its JSON text."""
-    body = {name: plain(getattr(record, name)) for name, _ in FIELDS[type(record).__name__]}
-    return type(record).__name__, dumps(body)
-
-
-def plain(value: Any) -> Any:
-    """A field's value as JSON data."""
-    if isinstance(value, Plan):
-        return value.to_dict()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return [plain(v) for v in value]
-    return value
+    kind = type(record).__name__
+    body = {name: getattr(record, name) for name in FIELDS[kind]}
+    return kind, json.dumps(body, sort_keys=True, separators=(",", ":"), default=jsonable)
 
 
 def decode(kind: str, text: str, source: str = "history") -> rec.Record:
@@ -81,30 +110,9 @@ def decode(kind: str, text: str, source: str = "history") -> rec.Record:
         raise RecordCodecError(f"{source}: its {kind} record is not JSON ({exc.msg})") from None
     if not isinstance(body, dict):
         raise RecordCodecError(f"{source}: its {kind} record is not a JSON object")
-    known = dict(FIELDS[kind])
+    known = FIELDS[kind]
     unknown = sorted(set(body) - set(known))
     if unknown:
         raise RecordCodecError(f"{source}: its {kind} record has unknown fields {', '.join(unknown)}")
-    values = {name: typed(body[name], known[name], source) for name in body}
-    record: rec.Record = cls(**values)
+    record: rec.Record = cls(**{name: known[name](value, source) for name, value in body.items()})
     return record
-
-
-def typed(value: Any, hint: Any, source: str) -> Any:
-    """JSON data back as the field's type says: tuples, plans and task rows rebuilt."""
-    if value is None:
-        return None
-    origin = get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        options = [a for a in get_args(hint) if a is not type(None)]
-        return typed(value, options[0], source) if len(options) == 1 else value
-    if hint is Plan:
-        return plan_from_dict(value, source, "plan")
-    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        hints = typing.get_type_hints(hint, vars(rec))
-        return hint(**{k: typed(v, hints[k], source) for k, v in value.items()})
-    if origin is tuple:
-        args = get_args(hint)
-        item = args[0] if len(args) == 2 and args[1] is Ellipsis else Any
-        return tuple(typed(v, item, source) for v in value)
-    return value
