@@ -14,6 +14,7 @@ from evolve.model.plan import Plan, Ref, Task, parse_ref, plan_hash
 from evolve.model.problem import Limits, Policy, Problem, Tool
 from evolve.model.validate import PlanError, plan_status, validate
 from evolve.problems import load_problem
+from evolve.problems.htn.planner import Planner as HTNPlanner
 from evolve.run.evaluator import Evaluator
 from evolve.run.folder import RunOutcome, run_search
 from evolve.scheduling import Schedule, schedule
@@ -34,6 +35,7 @@ __all__ = [
     "Evaluator",
     "EvolveError",
     "ExpressionError",
+    "HTNPlanner",
     "InputError",
     "Limits",
     "OperatorSet",

@@ -16,6 +16,10 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
+# -- validation ---------------------------------------------------------------------------------
+EVIDENCE_PLAN_PATH = "outputs/evidence-plan.json"
+"""Where ``evolve validate --evidence-out`` writes the evidence plan when given no path."""
+
 # -- the search --------------------------------------------------------------------------------
 POPULATION = 6
 """Candidates per generation."""

@@ -183,13 +183,19 @@ class PlanExecuteAgent:
                 text,
                 [],
                 None,
-                lambda plan: plan_errors(self.problem, plan, self.tools),
+                lambda plan: plan_errors(self.problem, plan, self.tools, self.facts),
                 attempts,
                 "the planner",
             )
             model = isinstance(self.planner, ModelPlanner)
             spent = {"plan": calls_of(self.planner) - before} if model else {}
-            if drafted.plan is None:
+            plan, fallback = drafted.plan, None
+            if plan is None and (template := self.template_plan()) is not None:
+                # the safety net: the planner gave no valid plan, the problem's template is one
+                why = f"no valid plan after {drafted.asked} answer(s)" + (
+                    f": {drafted.errors[0]}" if drafted.errors else "")
+                plan, fallback = template, f"{why}; the problem's template instead"
+            if plan is None:
                 why = f"no valid plan after {drafted.asked} answer(s): " + (
                     drafted.errors[0] if drafted.errors else "none")
                 if attempts < self.attempts and drafted.asked == attempts:  # the budget cut it short
@@ -199,9 +205,10 @@ class PlanExecuteAgent:
                 return self.no_first_plan(drafted.errors, "no_plan", why, spent)
             executor = start_run(
                 self.problem,
-                drafted.plan,
+                plan,
                 self.out,
-                plan_source="the planner",
+                plan_source="the planner" if fallback is None else "the problem's template",
+                fallback=fallback,
                 tools_spec=None,
                 tools=self.tools,
                 options=self.options,
@@ -215,6 +222,14 @@ class PlanExecuteAgent:
         if self.report:
             write_execution_report(self.out)
         return self.result(outcome)
+
+    def template_plan(self) -> Plan | None:
+        """The problem's ``template`` when it may run as the first plan (checked as any planner's
+        plan is), else ``None``."""
+        template = self.problem.template
+        if not isinstance(template, Plan) or plan_errors(self.problem, template, self.tools, self.facts):
+            return None
+        return template
 
     def no_first_plan(self, errors: tuple[str, ...], reason: str, message: str,
                       model_calls: Mapping[str, int]) -> AgentResult:

@@ -107,10 +107,11 @@ def read_answer(answer: object, source: str) -> Plan:
     raise InputError(source, "", f"expected a Plan or a list of task dicts, got {type(answer).__name__}")
 
 
-def plan_errors(problem: Problem, plan: Plan, tools: Mapping[str, object]) -> list[str]:
-    """Why ``plan`` may not run for ``problem``: the validator's errors, criteria no sound task
-    makes, tools with no callable. Empty: it may run."""
-    found = validate(problem, plan)
+def plan_errors(problem: Problem, plan: Plan, tools: Mapping[str, object],
+                facts: Mapping[str, Any] | None = None) -> list[str]:
+    """Why ``plan`` may not run for ``problem`` (and the run's ``facts``): the validator's errors,
+    criteria no sound task makes, tools with no callable. Empty: it may run."""
+    found = validate(problem, plan, facts)
     errors = [str(e) for e in found]
     covered = set(covered_criteria(problem, plan, found))
     errors += [f"no sound task makes the criterion {c!r}" for c in problem.criteria if c not in covered]

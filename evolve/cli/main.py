@@ -6,6 +6,7 @@ with exit status 2; never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
@@ -24,6 +25,7 @@ from evolve.cli.bench import bench
 from evolve.cli.bound import COMMANDS as BOUND_COMMANDS
 from evolve.cli.common import EXIT_INTERRUPTED, EXIT_NO, INTERRUPTED, CtrlC, friendly, runs_root
 from evolve.cli.execute import COMMANDS as EXECUTE_COMMANDS
+from evolve.cli.execute import parse_facts
 from evolve.cli.htn import COMMANDS as HTN_COMMANDS
 from evolve.cli.htn import FALLBACK_HELP as HTN_FALLBACK_HELP
 from evolve.cli.htn import FALLBACKS as HTN_FALLBACKS
@@ -41,10 +43,10 @@ from evolve.fitness.registry import resolve_all, survey
 from evolve.llm.usage import usage_line
 from evolve.model.collector import settle_for_one_search
 from evolve.model.errors import EvolveError, RunFailed
-from evolve.model.files import load_plan
+from evolve.model.files import load_plan, write_text_file
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
-from evolve.model.validate import plan_status, validate
+from evolve.model.validate import evidence_plan, plan_status, validate
 from evolve.problems import load_problem
 from evolve.problems.synthetic import generate_document, save_document
 from evolve.report import write_report
@@ -238,13 +240,26 @@ def parse_weights(text: str | None, count: int) -> list[float] | None:
 @click.argument("plan_file", type=click.Path(dir_okay=False))
 @click.option("--problem", "problem_file", required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--fact", "fact_items", multiple=True, metavar="NAME=VALUE",
+              help="The run's value of an initial fact (JSON, or text): a task input bound to a "
+                   "literal of that name must equal it (rule resource-mismatch).")
+@click.option("--evidence-out", "evidence_out", is_flag=False, flag_value=defaults.EVIDENCE_PLAN_PATH,
+              default=None, type=click.Path(dir_okay=False), metavar="[PATH]",
+              help="Write the evidence plan (status ready or blocked, each task's change, evidence, "
+                   f"dependencies, proof and wave) to PATH (default {defaults.EVIDENCE_PLAN_PATH}).")
 @friendly
-def validate_cmd(plan_file: str, problem_file: str, as_json: bool) -> None:
+def validate_cmd(plan_file: str, problem_file: str, as_json: bool, fact_items: tuple[str, ...],
+                 evidence_out: str | None) -> None:
     """Check PLAN_FILE against a problem: exit 0 when valid (status ready), 1 when not (status
     blocked), 2 when unreadable."""
     problem, plan = read_problem(problem_file), load_plan(plan_file)
-    errors = validate(problem, plan)
+    errors = validate(problem, plan, parse_facts(fact_items))
     status = plan_status(errors)
+    if evidence_out is not None:
+        target = Path(evidence_out)
+        with contextlib.suppress(OSError):  # a folder that cannot be made: the write says why
+            target.parent.mkdir(parents=True, exist_ok=True)
+        write_text_file(target, json.dumps(evidence_plan(plan, errors), indent=2) + "\n")
     if as_json:
         click.echo(json.dumps({"valid": not errors, "status": status, "errors": [
             {"rule": e.rule, "task": e.task, "message": e.message} for e in errors]}, indent=2))

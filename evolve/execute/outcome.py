@@ -10,8 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
-from evolve.execute.journal import Journal
+from evolve.execute.journal import CallRow, Journal, Revision
 from evolve.execute.people import decisions, pending, waited
+from evolve.execute.records import TaskRow
 from evolve.execute.state import RunState
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
@@ -87,32 +88,60 @@ def verdict(made: Mapping[str, str | None], stop: Stop | None,
 
 @dataclass(frozen=True)
 class PlanDiff:
-    """One revision of the plan: what it removed (invalidated), added and revised, and why."""
+    """One revision of the plan: what it removed (invalidated), added and revised, and why.
+
+    The audit trail of a replan: ``base_version``, the revision the patch was made against (a
+    patch applies to the revision it was written for, or not at all), and ``evidence``, what
+    caused it (the task, the failed assumption or error, the values observed), so a reader of
+    the outcome sees why the plan changed and on which observation."""
 
     revision: int
     removed: tuple[str, ...]
     added: tuple[str, ...]
     revised: tuple[str, ...]
     reason: str
+    base_version: int | None = None
+    evidence: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, revision: int, patch: Mapping[str, Any], reason: str) -> PlanDiff:
+        base = patch.get("base_version")
+        evidence = patch.get("evidence")
         return cls(
             revision=revision,
             removed=tuple(patch.get("invalidate", ())),
             added=tuple(t["id"] for t in patch.get("add", ())),
             revised=tuple(u["id"] for u in patch.get("update", ())),
             reason=reason,
+            base_version=base if isinstance(base, int) else None,
+            evidence=dict(evidence) if isinstance(evidence, Mapping) else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "revision": self.revision,
             "removed": list(self.removed),
             "added": list(self.added),
             "revised": list(self.revised),
             "reason": self.reason,
         }
+        if self.base_version is not None:
+            doc["base_version"] = self.base_version
+        if self.evidence is not None:
+            doc["evidence"] = dict(self.evidence)
+        return doc
+
+
+def writes_prevented(rows: Mapping[str, TaskRow], calls: Sequence[CallRow]) -> int:
+    """Writes the run did not make twice: a write reconciled instead of repeated, and a write a
+    replan invalidated before it ran (no call made for it), unless its tool wrote anyway later
+    in the run (the replan put the write back, so none was prevented). Refused writes are
+    counted apart, from the events."""
+    called = {c.task_id for c in calls}
+    written = {c.tool for c in calls if c.risk == "write" and c.status in ("done", "reconciled")}
+    invalidated = sum(1 for r in rows.values() if r.status == "invalidated" and r.risk == "write"
+                      and r.task_id not in called and r.tool not in written)
+    return invalidated + sum(1 for c in calls if c.status == "reconciled")
 
 
 def build_outcome(
@@ -154,6 +183,7 @@ def build_outcome(
         "max_steps": options.get("max_steps"),
         "max_replans": options.get("max_replans"),
         "revisions": diffs,
+        "fallbacks": fallbacks(meta, revisions),
         "calls_by_risk": by_risk,
         "calls": len(calls),
         "reconciled": sum(1 for c in calls if c.status == "reconciled"),
@@ -189,8 +219,17 @@ def build_outcome(
         "waiting_s": waited(people, now_wall),
         # what limits.max_llm_calls counted, by purpose (the run's own from the journal)
         "model_calls": {"tools": tool_llm, "replan": 0, "decide": 0, "argfill": 0, **journal.model_calls()},
-        "duplicate_writes_prevented": sum(1 for c in calls if c.status == "reconciled") + refused,
+        "duplicate_writes_prevented": writes_prevented(rows, calls) + refused,
     }
+
+
+def fallbacks(meta: Mapping[str, Any], revisions: Sequence[Revision]) -> list[dict[str, Any]]:
+    """The revisions that are the problem's template because the planner gave no valid plan
+    (``reason: template_fallback``): revision 0 for the first plan, a later one for a replan."""
+    found = [{"revision": 0, **meta["fallback"]}] if "fallback" in meta else []
+    found += [{"revision": r.revision, **r.patch["fallback"]} for r in revisions[1:]
+              if r.patch and "fallback" in r.patch]
+    return found
 
 
 def arg_fill(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,8 @@ from evolve.execute.htn import HtnNow, htn_now, plan_htn
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.evaluation import evaluate_plan
 from evolve.fitness.registry import resolve_all
+from evolve.model.evaluation import Resolver, holds
+from evolve.model.expression import ExpressionError, parse_expression
 from evolve.model.graph import topological_order
 from evolve.model.patch import renamed
 from evolve.model.plan import Plan, Task, parse_ref
@@ -175,6 +177,9 @@ class Proposal:
     source: str
     folder: str | None = None
     note: str = ""
+    base_version: int | None = None
+    """The revision the replanner says it planned against (``None``: the one it was asked
+    about). One that is not the live revision is a stale patch, and is refused."""
 
 
 class Replanner(Protocol):
@@ -283,21 +288,100 @@ class ProposerReplanner:
         return Proposal(plan=child, source=self.name, note=str(children[0].meta.get("reason", "")))
 
 
+def template_proposal(situation: Situation, problem: Problem) -> Proposal | None:
+    """The safety net when the replanner found no plan: the problem's ``template`` (the
+    engineers' fixed plan for the request class) in the situation's terms, if it is still a valid,
+    complete plan for it (``None``: no template, or one that no longer fits, e.g. it needs an
+    excluded tool).
+
+    A template task that repeats a done task (the same tool and the same inputs, reads compared
+    by the fact they read) is that done work: it is not run again, and the tasks after it read
+    its facts. The rest is proposed as any replanner's plan is."""
+    template = problem.template
+    if not isinstance(template, Plan) or situation.htn is not None:
+        return None
+    if any(t.tool in situation.excluded for t in template.tasks):
+        return None
+
+    def as_facts(task: Task) -> str:
+        reads = {k: f"${ref.fact}" if (ref := parse_ref(v)) is not None else v
+                 for k, v in task.inputs.items()}
+        return json.dumps([task.tool, sorted(reads.items())], default=str)
+
+    done = {as_facts(t) for t in situation.done}
+    by_id = template.by_id()
+    made: set[str] = set()
+    kept: list[Task] = []
+    for tid in topological_order(template.dependency_map()):
+        task = by_id[tid]
+        if as_facts(task) in done:
+            made.add(tid)
+            continue
+        inputs = {k: f"${ref.fact}" if (ref := parse_ref(v)) is not None and ref.task in made else v
+                  for k, v in task.inputs.items()}
+        kept.append(replace(task, deps=tuple(d for d in task.deps if d not in made), inputs=inputs))
+    plan = Plan(tasks=tuple(kept))
+    if not evaluate_plan(situation.problem, plan, resolve_all(DEFAULT_OBJECTIVES)).feasible:
+        return None
+    return Proposal(plan=plan, source="template", note="template_fallback")
+
+
 @dataclass(frozen=True)
 class Patch:
-    """The patch of the live plan, and the live plan it makes."""
+    """The patch of the live plan, and the live plan it makes; ``base_version`` the revision it
+    applies to and ``evidence`` what caused it (:func:`evidence`), the replan's audit trail."""
 
     invalidate: tuple[str, ...]
     added: tuple[Task, ...]
     updated: tuple[Task, ...]
     plan: Plan
+    base_version: int | None = None
+    evidence: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "invalidate": list(self.invalidate),
             "add": [t.to_dict() for t in self.added],
             "update": [{"id": t.id, "deps": list(t.deps)} for t in self.updated],
         }
+        if self.base_version is not None:
+            doc["base_version"] = self.base_version
+        if self.evidence is not None:
+            doc["evidence"] = dict(self.evidence)
+        return doc
+
+
+def evidence(situation: Situation, resolve: Resolver) -> dict[str, Any]:
+    """What caused a replan, for its audit trail: the task (``None`` for a replan no task asked
+    for, as a rolling horizon's), the cause as the executor stated it, the assumption found
+    false (when one was), and the values observed: each reference of the task's ``assumes``
+    that the run knows (e.g. ``$t2.refunds``, the refund already issued)."""
+    failed = situation.failed
+    doc: dict[str, Any] = {"task": None if failed is None else failed.id, "cause": situation.reason}
+    if failed is None:
+        return doc
+    doc["tool"] = failed.tool
+    observed: dict[str, Any] = {}
+    for text in failed.assumes:
+        try:
+            expr = parse_expression(text)
+        except ExpressionError:
+            continue
+        for ref in expr.refs:
+            try:
+                observed[str(ref)] = resolve(ref, ())
+            except (KeyError, ExpressionError):
+                continue  # not known (yet): nothing was observed
+        try:
+            false = not holds(expr, resolve)
+        except (KeyError, ExpressionError):
+            false = False
+        if false and "assumption" not in doc:
+            doc["assumption"] = text
+    if "assumption" not in doc and f"{failed.id} ({failed.tool}) failed: " in situation.reason:
+        doc["error"] = situation.reason.split(" failed: ", 1)[1]
+    doc["observed"] = observed
+    return doc
 
 
 def fresh_ids(taken: Iterable[str]) -> Iterable[str]:

@@ -5,6 +5,7 @@ each revision's committed window and the horizon's move when that window is over
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from evolve.execute import horizon
@@ -12,8 +13,18 @@ from evolve.execute.context import RunContext
 from evolve.execute.limits import llm_budget_left, model_calls_made, over_llm_budget, spent_text
 from evolve.execute.outcome import PlanDiff, Stop
 from evolve.execute.records import ModelCalls, Record, ReplanTried, Revised, TaskRow, TaskStatus, Window
-from evolve.execute.replan import Metered, pending_plan, signature, situation, translate
+from evolve.execute.replan import (
+    Metered,
+    evidence,
+    pending_plan,
+    signature,
+    situation,
+    template_proposal,
+    translate,
+)
 from evolve.execute.transitions import Change, horizon_lifted, horizon_reached
+from evolve.model.evaluation import resolver
+from evolve.model.patch import stale
 from evolve.model.plan import Plan
 from evolve.model.validate import validate
 from evolve.scheduling import schedule
@@ -57,44 +68,61 @@ def replan(ctx: RunContext) -> None:
     if metered is not None and metered.spent != need:
         tried += (ModelCalls("replan", metered.spent - need),)
     draft: dict[str, Any] = {"revision": revision, "reason": reason}
+    fallback: str | None = None
     if proposal is None:
         event = ctx.ev.event("plan.draft", replanner=ctx.replanner.name, plan=None, folder=None, **draft)
         ctx.commit(Change(tried, (event,)))
+        tried = ()
         excluded = ", ".join(sorted(state.excluded)) or "change"
         found = f"the {ctx.replanner.name} replanner found no valid, complete plan without {excluded}"
-        budget = ctx.problem.limits.max_llm_calls
-        if metered is not None and metered.spent and budget is not None and llm_budget_left(ctx) == 0:
-            # it spent what was left: more calls might have found one
-            made = spent_text(budget, model_calls_made(ctx))
-            ctx.halt(Stop("llm_budget", f"{made}, and {found} with the last {metered.spent}; {reason}"))
+        proposal = template_proposal(now_situation, ctx.problem)
+        if proposal is not None:
+            fallback = f"{found}; the problem's template instead"
+        else:
+            budget = ctx.problem.limits.max_llm_calls
+            if metered is not None and metered.spent and budget is not None and llm_budget_left(ctx) == 0:
+                # it spent what was left: more calls might have found one
+                made = spent_text(budget, model_calls_made(ctx))
+                ctx.halt(Stop("llm_budget", f"{made}, and {found} with the last {metered.spent}; {reason}"))
+                return
+            ctx.halt(Stop("no_plan", f"{found}; {reason}"))
             return
-        ctx.halt(Stop("no_plan", f"{found}; {reason}"))
-        return
+    base = state.revision if proposal.base_version is None else proposal.base_version
     patch = translate(
         now_situation, proposal.plan, state.plan, state.status, set(ctx.journal.tasks()), revision
     )
+    patch = replace(patch, base_version=base,
+                    evidence=evidence(now_situation, resolver(ctx.facts, state.outputs)))
     event = ctx.ev.event(
         "plan.draft",
         replanner=proposal.source,
         plan=patch.plan.to_dict(),
         folder=proposal.folder,
         note=proposal.note,
+        base_version=base,
         **draft,
     )
     ctx.commit(Change(tried, (event,)))
+    refused = stale(base, state.revision)
+    if refused is not None:
+        ctx.halt(Stop("no_plan", f"{refused}, so it is not applied; {reason}"))
+        return
     sig = signature(patch.plan, {**state.status, **{t.id: "pending" for t in patch.added}})
     if sig in state.signatures:
         ctx.halt(Stop("loop_detected", f"the replanner proposed a plan it had proposed before; {reason}"))
         return
     banned = [t.id for t in patch.added if t.tool in state.excluded]
-    errors = [str(e) for e in validate(ctx.problem, patch.plan)]
+    errors = [str(e) for e in validate(ctx.problem, patch.plan, ctx.facts)]
     if banned:
         errors.append(f"uses excluded tools in {', '.join(banned)}")
     if errors:
         ctx.halt(Stop("no_plan", f"the replanned plan is not valid: {errors[0]}"))
         return
+    record = patch.to_dict()
+    if fallback is not None:
+        record["fallback"] = {"reason": "template_fallback", "message": fallback}
     commit_revision(
-        ctx, revision, patch.plan, patch=patch.to_dict(), reason=reason, invalidated=patch.invalidate, sig=sig
+        ctx, revision, patch.plan, patch=record, reason=reason, invalidated=patch.invalidate, sig=sig
     )
     ctx.queue.clear_ready()
     ctx.mark_pending()

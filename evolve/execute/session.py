@@ -107,15 +107,19 @@ def start_run(
     decisions: Sequence[Mapping[str, Any]] = (),
     arg_filler: ArgFiller | None = None,
     model_calls: Mapping[str, int] | None = None,
+    fallback: str | None = None,
 ) -> Executor:
     """A new run of ``plan`` in ``out_dir`` (which must not hold a journal yet).
+
+    ``fallback``: why ``plan`` is the problem's template rather than the planner's (the
+    planner gave no valid plan); ``outcome.json`` lists it under ``fallbacks``.
 
     ``tools`` (a tool table in hand) takes the place of ``tools_spec`` for callers that are not
     the command line; a run started so is resumed with the same ``tools``. The model calls made
     before the run, ``decisions``' (``decide``) and ``model_calls`` (by purpose: the agent's
     first plan, ``plan``), are journaled with its first revision and count against its
     ``limits.max_llm_calls``."""
-    errors = validate(problem, plan)
+    errors = validate(problem, plan, facts)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise EvolveError(f"{plan_source}: the plan is not valid: {errors[0]}{more}")
@@ -159,6 +163,8 @@ def start_run(
         "dispatcher": dispatcher_name,
         "replanner": replanner_name,
     }
+    if fallback is not None:
+        meta["fallback"] = {"reason": "template_fallback", "message": fallback}
     if decisions:
         meta["decisions"] = [dict(d) for d in decisions]  # the hoisted decisions made before planning
     if isinstance(problem, HtnProblem) and problem.domain is not None:

@@ -15,7 +15,19 @@ from typing import Any
 from evolve.model.files import TASK_KEYS, Reader, join, read_task
 from evolve.model.plan import Plan, Task
 
-PATCH_KEYS = ("remove", "add", "update", "priority", "order", "reason")
+PATCH_KEYS = ("remove", "add", "update", "priority", "order", "reason", "base_version", "evidence")
+"""A patch's keys. ``base_version`` is the revision of the plan the patch was written against and
+``evidence`` what caused it (free-form, for the audit trail): a patch applies to the revision it
+was written for, or not at all (:func:`stale`)."""
+
+
+def stale(base: int | None, current: int | None) -> str | None:
+    """Why a patch written against revision ``base`` may not be applied to revision ``current``
+    (``None``: it may; a patch or a plan that names no revision is not judged). Applying a patch
+    to a plan that changed since it was written would edit tasks the writer never saw."""
+    if base is None or current is None or base == current:
+        return None
+    return f"stale patch: written for revision {base}, the plan is at revision {current}"
 
 
 def diff_plans(parent: Plan, child: Plan) -> dict[str, Any]:
@@ -47,10 +59,15 @@ def diff_plans(parent: Plan, child: Plan) -> dict[str, Any]:
     return patch
 
 
-def apply_patch(plan: Plan, patch: object, source: str = "<patch>") -> Plan:
-    """A new plan with ``patch`` applied; raises :class:`InputError` for any malformed part."""
+def apply_patch(plan: Plan, patch: object, source: str = "<patch>", revision: int | None = None) -> Plan:
+    """A new plan with ``patch`` applied; raises :class:`InputError` for any malformed part, and
+    for a patch whose ``base_version`` is not ``revision`` (the plan's, when the caller knows it)."""
     r = Reader(source)
     doc = r.mapping(patch, "", PATCH_KEYS)
+    base = r.optional(doc, "base_version", "", lambda v, p: r.integer(v, p, 0), None)
+    why = stale(base, revision)
+    if why is not None:
+        raise r.fail("base_version", why)
     tasks = {t.id: t for t in plan.tasks}
     order = [t.id for t in plan.tasks]
     removals: tuple[str, ...] = r.optional(doc, "remove", "", r.strings, ())

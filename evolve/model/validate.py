@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from evolve.model.evaluation import holds, inputs_resolver
 from evolve.model.expression import ExpressionError, parse_expression
-from evolve.model.graph import find_cycle, successors, topological_order, upstream
+from evolve.model.graph import find_cycle, levels, successors, topological_order, upstream
 from evolve.model.plan import REF, Plan, Task, parse_ref, tested_in_text
 from evolve.model.problem import Problem
 
@@ -41,8 +41,31 @@ def plan_status(errors: Sequence[PlanError]) -> PlanStatus:
     return "blocked" if errors else "ready"
 
 
-def validate(problem: Problem, plan: Plan) -> list[PlanError]:
-    """Every error in ``plan`` against ``problem``; an empty list means the plan may run."""
+def evidence_plan(plan: Plan, errors: Sequence[PlanError]) -> dict[str, Any]:
+    """The plan as an evidence plan (what ``evolve validate --evidence-out`` writes): its status
+    (``ready`` / ``blocked``), one item per task (its id, the change it makes, the evidence it
+    rests on, its dependencies, its proof, its wave) and the errors that block it. A wave is a
+    dependency level: wave 1 needs nothing, wave ``n`` waits for a task of wave ``n - 1``; a task
+    on a cycle has none (``null``)."""
+    deps = plan.dependency_map()
+    wave = levels(topological_order(deps), deps)
+    items = [{"id": t.id, "change": t.name or t.tool, "tool": t.tool, "evidence": list(t.evidence),
+              "depends_on": list(t.deps), "proof": list(t.proof),
+              "wave": wave[t.id] + 1 if t.id in wave else None} for t in plan.tasks]
+    waves: dict[int, list[str]] = {}
+    for task in plan.tasks:
+        if task.id in wave:
+            waves.setdefault(wave[task.id] + 1, []).append(task.id)
+    return {"status": plan_status(errors), "items": items,
+            "waves": [waves[n] for n in sorted(waves)],
+            "errors": [{"rule": e.rule, "task": e.task, "message": e.message} for e in errors]}
+
+
+def validate(problem: Problem, plan: Plan, facts: Mapping[str, Any] | None = None) -> list[PlanError]:
+    """Every error in ``plan`` against ``problem``; an empty list means the plan may run.
+
+    ``facts``: the run's values of initial facts (the request's order id, account, ...), when a
+    run is in hand; a task input bound to a literal of a fact's name must then equal it."""
     errors: list[PlanError] = []
     tasks = plan.by_id()
     errors += check_ids(plan)
@@ -50,6 +73,7 @@ def validate(problem: Problem, plan: Plan) -> list[PlanError]:
     errors += check_cycles(plan, tasks)
     for task in plan.tasks:
         errors += check_task(problem, task, tasks)
+        errors += check_resources(task, facts or {})
         errors += check_conditions(task)
         errors += check_evidence(problem, task)
     errors += check_policy(problem, plan, tasks)
@@ -140,6 +164,19 @@ def check_task(problem: Problem, task: Task, tasks: dict[str, Task]) -> Iterable
         produced = produced_by(problem, source)
         if produced is not None and ref.fact not in produced:
             yield PlanError("ref-output", f"{ref}: task {ref.task} does not output {ref.fact!r}", task.id)
+
+
+def check_resources(task: Task, facts: Mapping[str, Any]) -> Iterable[PlanError]:
+    """Resource ids match the request: an input bound to a literal that names a fact the run
+    has (``order_id: 8473``) must be the run's value of it (8472). A plan for one order that
+    reads another is refused, whoever wrote it; ``8472`` and ``"8472"`` name the same id."""
+    for key, value in task.inputs.items():
+        known = facts.get(key)
+        if known is None or parse_ref(value) is not None:
+            continue
+        if value != known and str(value) != str(known):
+            yield PlanError("resource-mismatch", f"input {key!r} is {value!r}, but this run is for "
+                            f"{key} {known!r}", task.id)
 
 
 def check_conditions(task: Task) -> list[PlanError]:

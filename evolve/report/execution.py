@@ -8,12 +8,13 @@ from the folder's data only (``outcome.json``, ``events.jsonl``), that opens off
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from evolve.report.assets import CHECK_JS, CSP, CSS, ERRORS_JS, PAGE_JS
-from evolve.report.execution_data import Execution, ExecutionReportError, TaskRow, load_execution
+from evolve.report.execution_data import Execution, ExecutionReportError, Revision, TaskRow, load_execution
 from evolve.report.execution_models import models_section
 from evolve.report.execution_people import people_section
 from evolve.report.execution_svg import ChartRow, execution_gantt_svg
@@ -159,6 +160,20 @@ def ids(items: tuple[str, ...]) -> str:
     return esc(", ".join(items)) if items else "–"
 
 
+def audit(rev: Revision) -> str:
+    """A revision's audit trail under its reason: the revision its patch applied to, and the
+    values observed that caused it (shortened; ``outcome.json`` has them whole)."""
+    parts = []
+    if rev.base_version is not None:
+        parts.append(f"patch of revision {rev.base_version}")
+    observed = rev.evidence.get("observed")
+    if isinstance(observed, Mapping) and observed:
+        seen = "; ".join(f"{ref} = {json.dumps(value, sort_keys=True, default=str)}"
+                         for ref, value in observed.items())
+        parts.append("observed " + (seen if len(seen) <= 240 else seen[:239] + "…"))
+    return f'<div class="meta">{esc(", ".join(parts))}</div>' if parts else ""
+
+
 def revisions_section(execution: Execution) -> str:
     first = execution.commits[0] if execution.commits else None
     rows = []
@@ -170,7 +185,7 @@ def revisions_section(execution: Execution) -> str:
         at = num(round(rev.time, 3)) if rev.time is not None else "?"
         who = esc(rev.replanner) + (f'<div class="meta">{esc(rev.note)}</div>' if rev.note else "")
         rows.append(f'<tr><td class="num">{rev.revision}</td><td class="num">{at}</td>'
-                    f'<td><span class="reason">{esc(rev.reason)}</span></td>'
+                    f'<td><span class="reason">{esc(rev.reason)}</span>{audit(rev)}</td>'
                     f'<td class="ids">{ids(rev.removed)}</td>'
                     f'<td class="ids">{ids(rev.added)}</td><td class="ids">{ids(rev.revised)}</td>'
                     f"<td>{who}</td></tr>")

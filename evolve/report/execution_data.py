@@ -82,6 +82,10 @@ class Revision:
     revised: tuple[str, ...]
     replanner: str = ""
     note: str = ""
+    base_version: int | None = None
+    """The revision the patch was made against (the audit trail; ``None`` in older runs)."""
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    """What caused the replan: the task, the assumption or error, the values observed."""
 
 
 @dataclass(frozen=True)
@@ -303,5 +307,7 @@ def read_revisions(outcome: Mapping[str, Any], events: Sequence[Mapping[str, Any
             time=number(diff_event.get("time")) if diff_event is not None else number(item.get("time")),
             reason=text(item.get("reason")), removed=strings(item.get("removed")),
             added=strings(item.get("added")), revised=strings(item.get("revised")),
-            replanner=text(draft.get("replanner")), note=text(draft.get("note"))))
+            replanner=text(draft.get("replanner")), note=text(draft.get("note")),
+            base_version=base if isinstance(base := item.get("base_version"), int) else None,
+            evidence=found if isinstance(found := item.get("evidence"), Mapping) else {}))
     return revisions

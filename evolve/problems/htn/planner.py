@@ -150,6 +150,12 @@ class Planner:
         self.op_checks: dict[str, Check] = {}
         self.anchors: dict[str, tuple[dict[str, list[int]], list[int]]] = {}
 
+    @property
+    def cached_methods(self) -> tuple[Method, ...]:
+        """The methods the fallback taught that the planner kept (the sources' name for
+        ``learned.methods``): the next call uses them without asking again."""
+        return tuple(self.learned.methods)
+
     def relaxation(self) -> RelaxedComposition:
         """The domain's compiled heuristic (built on first use: the decodes of the evolutionary
         search never need it)."""
