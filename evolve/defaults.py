@@ -161,6 +161,11 @@ LLM_AUTO_MIN_ACCEPTED = 0.5
 """...and switches to menu mode when fewer than this share of them were accepted."""
 LLM_SCHEMA_MAX_ADD = 4
 """Tasks the patch schema sent to a constrained endpoint lets one reply add."""
+LLM_EXTRA_BODY_ENV = "EVOLVE_LLM_EXTRA_BODY"
+"""The environment variable ``--llm-extra-body`` is read from when not given: a JSON object of
+request fields an OpenAI-compatible server accepts beside the standard ones, e.g.
+``{"chat_template_kwargs": {"enable_thinking": false}}`` (llama.cpp, vLLM),
+``{"enable_thinking": false}`` or ``{"reasoning_effort": "low"}``. None by default."""
 
 # -- the plan's condition language (see evolve.model.expression) ---------------------------------
 EXPRESSION_MAX_LENGTH = 2000

@@ -122,7 +122,7 @@ BASE = yaml.safe_load(DOMAIN.read_text())
     ({"failure_class": {"prompt": "x", "enum": []}},
      "htn.decide.failure_class.enum: expected a non-empty list of values, got []"),
     ({"failure_class": {"prompt": "x", "choices": []}},
-     "htn.decide.failure_class.choices: unknown key (allowed: prompt, enum, default)"),
+     "htn.decide.failure_class.choices: unknown key (allowed: prompt, enum, default, type, fields)"),
 ])
 def test_bad_decisions_are_one_line(change: dict[str, Any], message: str) -> None:
     doc = copy.deepcopy(BASE)

@@ -21,9 +21,14 @@ CASES = [
      ("comment_url", "https://example.invalid/pr/7#comment-1")),
     ("fix-red-test", ("approach", "guard"), "verify_guard", "verify_dedupe",
      ("comment", "Made appendStatus idempotent: strip the footer, then append it.")),
-    ("k8s-medic", ("image", "nginx:1.27"), "verify_model", "verify_restore",
+    ("k8s-medic", ("action", "set-image"), "verify_model", "verify_restore",
      ("note", "Restored the last known good image after an image pull failure.")),
 ]
+FIELDS = {"fix-red-test": {"line": "if (systemPrompt.endsWith(FOOTER)) return systemPrompt;"},
+          "k8s-medic": {"image": "nginx:1.27"}}
+"""The decisions of two fields, judged as one object: the second field of each."""
+FILLED = {"pr-doctor": "comment_pr", "fix-red-test": "report", "k8s-medic": "note_incident"}
+"""The step whose arguments the small model fills at run time, in each example."""
 
 
 @pytest.mark.parametrize(("name", "decision", "failed", "healed", "bound"), CASES)
@@ -47,3 +52,10 @@ def test_the_example_lands_on_the_next_rung(tmp_path: Path, name: str, decision:
     world = replay_state(problem.htn(), [done for _, done in ran_steps(problem.htn(), plan, status, outputs)])
     assert world[bound[0]] == bound[1]  # a $result binding, from the scripted tool's own outputs
     assert world[decision[0]] == decision[1]  # the decision, merged into the state before planning
+    assert record.get("fields", {}) == FIELDS.get(name, {})
+    for key, value in FIELDS.get(name, {}).items():
+        assert world[key] == value
+    [fill] = outcome["arg_fills"]  # argument filling, exercised once in every example
+    assert fill["accepted"] and fill["source"] == "model"
+    assert outcome["tasks"][fill["task"]]["tool"] == FILLED[name]
+    assert outcome["model_calls"]["argfill"] == 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from evolve.cli.main import cli
 from evolve.execute import ExecuteOptions, start_run
 from evolve.execute.replan import Proposal, Situation
+from evolve.llm.testing import Script, Scripted, ScriptedServer
 from evolve.model.errors import InputError
 from evolve.model.files import load_plan, plan_from_dict, problem_from_dict, read_problem
 from evolve.model.patch import apply_patch
@@ -272,3 +273,74 @@ def test_htn_planner_and_its_cached_methods() -> None:
     assert [s.operator for s in first.steps] == ["buy", "assemble", "ship"]
     assert [m.name for m in planner.cached_methods] == ["prepare_learned1"] and model.calls == 1
     assert isinstance(planner.plan(), Decomposition) and model.calls == 1  # kept for the next call
+
+
+# -- the model switches and the two-field decision ----------------------------------------------
+
+HTN = EXAMPLES / "htn"
+SWITCHES = {"chat_template_kwargs": {"enable_thinking": False}, "reasoning_effort": "low"}
+
+
+def test_the_extra_body_reaches_the_decision_and_the_argument_filling(
+        serve: Callable[[Script], ScriptedServer], tmp_path: Path) -> None:
+    from examples.htn.scripted import small_model
+
+    server = serve(small_model)
+    result = CliRunner().invoke(cli, [
+        "execute", str(HTN / "k8s_medic.yaml"), "--tools", "examples.htn.scripted:TOOLS",
+        "--llm-base-url", server.url, "--llm-model", "small", "--out", str(tmp_path / "run"), "--no-report",
+        "--llm-extra-body", json.dumps(SWITCHES)], env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert result.exit_code == 0, result.output
+    assert len(server.requests) == 2  # the hoisted decision and the incident note
+    for request in server.requests:
+        assert request["chat_template_kwargs"] == {"enable_thinking": False}
+        assert request["reasoning_effort"] == "low" and request["temperature"] == 0.0
+
+    again = CliRunner().invoke(cli, [  # from the environment; a switch changes the cache key
+        "execute", str(HTN / "k8s_medic.yaml"), "--tools", "examples.htn.scripted:TOOLS",
+        "--llm-base-url", server.url, "--llm-model", "small", "--out", str(tmp_path / "again"),
+        "--no-report"], env={"XDG_CACHE_HOME": str(tmp_path / "cache"),
+                             "EVOLVE_LLM_EXTRA_BODY": '{"enable_thinking": false}'})
+    assert again.exit_code == 0, again.output
+    assert len(server.requests) == 4 and all(r["enable_thinking"] is False for r in server.requests[2:])
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("{not json", "not JSON"), ("[1]", "expected a JSON object, got list"),
+    ('{"model": "other"}', "may not set model")])
+def test_a_bad_extra_body_is_one_line(value: str, why: str, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["execute", str(HTN / "k8s_medic.yaml"), "--simulate",
+                                      "--out", str(tmp_path / "run"), "--llm-extra-body", value])
+    assert result.exit_code == 2 and "--llm-extra-body" in result.output and why in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(("reply", "refused"), [
+    ('{"action": "set-image", "image": "nginx:1.27"}', None),
+    ('{"action": "set-image"}', "schema"),  # the image is missing: the whole answer is refused
+    ('{"action": "set-image", "image": 127}', "schema"),
+    ('{"action": "scale-up", "image": "nginx:1.27"}', "enum")])
+def test_a_decision_of_two_fields_is_judged_as_one_object(
+        reply: str, refused: str | None, serve: Callable[[Script], ScriptedServer]) -> None:
+    from evolve.llm.client import ChatClient
+    from evolve.llm.decide import Decider
+    from evolve.problems import load_problem
+    from evolve.problems.htn import HtnProblem
+
+    problem = load_problem(HTN / "k8s_medic.yaml")
+    assert isinstance(problem, HtnProblem)
+    server = serve(lambda body, seen: Scripted(reply))
+    with Decider(ChatClient(server.url, "small", timeout=10)) as decider:
+        decided = decider.decide(problem.htn())
+    [record] = decided.records
+    prompt = server.requests[0]["messages"][1]["content"]
+    assert 'Answer {"action": <value>, "image": <value>} with action one of' in prompt
+    schema = server.requests[0]["response_format"]
+    assert schema == {"type": "json_object"}
+    if refused is None:
+        assert (record["value"], record["fields"], record["source"]) == ("set-image", {"image": "nginx:1.27"},
+                                                                        "model")
+        assert decided.domain.state["image"] == "nginx:1.27"
+    else:
+        assert (record["value"], record["fields"], record["refused"]) == ("restore", {"image": None}, refused)
+        assert decided.domain.state["action"] == "restore" and decided.domain.state["image"] is None

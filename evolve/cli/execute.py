@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -267,7 +267,7 @@ def progress(as_json: bool) -> Any:
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @click.option("--json", "as_json", is_flag=True, help="Print outcome.json.")
 @friendly
-@llm_options("base_url", "model")
+@llm_options("base_url", "model", "extra_body")
 def execute(
     plan_file: str | None,
     problem_file: str | None,
@@ -325,7 +325,8 @@ def execute(
             folder = Path(resume_dir)
             read_run(folder)[0].close()
             scopes = load_problem(problem_file).scopes if problem_file is not None else None
-            filler = (stack.enter_context(make_arg_filler(llm.base_url, llm.model, seed=seed))
+            filler = (stack.enter_context(make_arg_filler(llm.base_url, llm.model, seed=seed,
+                                                          extra_body=llm.extra_body))
                       if llm.base_url and llm.model else None)
             executor = resume_run(
                 folder, replanner=proposer_replanner, dispatcher=factory, on_event=show,
@@ -339,7 +340,7 @@ def execute(
             if not simulate and tools_spec is None:
                 raise click.UsageError("give --tools MODULE:ATTR (or --simulate for a dry run)")
             problem, plan, decisions = problem_and_plan(
-                plan_file, problem_file, input_items, input_file, llm.base_url, llm.model
+                plan_file, problem_file, input_items, input_file, llm.base_url, llm.model, llm.extra_body
             )
             options = ExecuteOptions(
                 max_steps=max_steps,
@@ -365,7 +366,8 @@ def execute(
                         f"{', '.join(prompted)}: a small model fills the arguments from the prompt: "
                         "give --llm-base-url and --llm-model"
                     )
-                filler = stack.enter_context(make_arg_filler(llm.base_url, llm.model, seed=seed))
+                filler = stack.enter_context(make_arg_filler(llm.base_url, llm.model, seed=seed,
+                                                             extra_body=llm.extra_body))
             executor = start_run(
                 problem,
                 plan,
@@ -410,6 +412,7 @@ def problem_and_plan(
     input_file: str | None,
     llm_base_url: str | None,
     llm_model: str | None,
+    extra_body: Mapping[str, Any] | None = None,
 ) -> tuple[Problem, Plan, list[dict[str, Any]]]:
     """The problem, the plan to run and the hoisted decisions made: PLAN_FILE with --problem, or
     an HTN domain alone (the plan is then the planner's, from the state seeded by --input /
@@ -428,7 +431,7 @@ def problem_and_plan(
                 f"the domain decides {keys} by a model before planning: give --llm-base-url and "
                 "--llm-model (or the values with --input)"
             )
-        with make_decider(llm_base_url, llm_model) as decider:
+        with make_decider(llm_base_url, llm_model, extra_body=extra_body) as decider:
             decided = decider.decide(problem.htn(), given, budget=problem.limits.max_llm_calls)
         decisions = list(decided.records)
         for record in decisions:

@@ -11,6 +11,7 @@ on stderr like any other bad input.
 from __future__ import annotations
 
 import functools
+import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,9 +21,11 @@ import click
 
 from evolve import defaults
 from evolve.cli.common import FiniteFloatRange
+from evolve.llm.client import check_extra_body
 from evolve.llm.factory import make_llm_operator
 from evolve.llm.modes import MODES, Mode
 from evolve.llm.operator import RESPONSE_FORMATS, TOKEN_PARAMS, LLMOperator, ResponseFormat, TokenParam
+from evolve.model.errors import UsageError
 from evolve.run.backends import BACKENDS
 from evolve.search.options import DEFAULTS, SearchOptions
 
@@ -138,6 +141,8 @@ class LlmSettings:
     menu_size: int = defaults.LLM_MENU_SIZE
     max_tokens: int = defaults.LLM_MAX_TOKENS
     token_param: TokenParam = defaults.LLM_TOKEN_PARAM
+    extra_body: Mapping[str, Any] | None = None
+    """Request fields sent with every call (``--llm-extra-body``), e.g. ``enable_thinking``."""
 
     def operator(self, wanted_by: str) -> LLMOperator:
         """The LLM operator of these settings (close it when done); ``wanted_by`` names the
@@ -148,7 +153,25 @@ class LlmSettings:
             self.base_url, self.model, max_calls=self.max_calls, timeout=self.timeout,
             concurrency=self.concurrency, response_format=self.response_format,
             prompt_dir=self.prompt_dir, cache_dir=self.cache_dir, mode=self.mode,
-            menu_size=self.menu_size, max_tokens=self.max_tokens, token_param=self.token_param)
+            menu_size=self.menu_size, max_tokens=self.max_tokens, token_param=self.token_param,
+            extra_body=self.extra_body)
+
+
+def parse_extra_body(ctx: click.Context, param: click.Parameter, value: str | None) -> dict[str, Any] | None:
+    """``--llm-extra-body``'s JSON object (``None`` when not given); anything else is a usage
+    error naming the option."""
+    if value is None or not value.strip():
+        return None
+    try:
+        doc = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(doc, dict):
+        raise click.BadParameter(f"expected a JSON object, got {type(doc).__name__}")
+    try:
+        return check_extra_body(doc)
+    except UsageError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 LLM_OPTIONS: dict[str, Decorator] = {
@@ -192,6 +215,12 @@ LLM_OPTIONS: dict[str, Decorator] = {
         "--llm-token-param", type=click.Choice(TOKEN_PARAMS), default=defaults.LLM_TOKEN_PARAM,
         show_default=True,
         help="Request field of the completion limit (some models require max_completion_tokens)."),
+    "llm_extra_body": click.option(
+        "--llm-extra-body", envvar=defaults.LLM_EXTRA_BODY_ENV, callback=parse_extra_body, default=None,
+        metavar="JSON",
+        help="Request fields sent with every call, as a JSON object, for switches the server accepts: "
+             "'{\"chat_template_kwargs\": {\"enable_thinking\": false}}', '{\"reasoning_effort\": \"low\"}' "
+             f"(default: ${defaults.LLM_EXTRA_BODY_ENV}, else none)."),
 }
 
 

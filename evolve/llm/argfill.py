@@ -20,15 +20,13 @@ from typing import Any
 from evolve import defaults
 from evolve.llm.cache import ReplyCache, cached_call, default_cache_dir
 from evolve.llm.client import ChatClient, OwnsClient
-from evolve.llm.decide import SYSTEM, Refused, render, response_format
+from evolve.llm.decide import SYSTEM, Refused, of_kind, render, response_format
 from evolve.llm.factory import chat_client
 from evolve.llm.reply import Rejected, extract_json
 from evolve.llm.usage import Usage
 from evolve.problems.htn.domain import Operator
 
 MAX_TOKENS = 256
-TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "number": (int, float), "integer": (int,),
-                                      "boolean": (bool,)}
 
 
 def checked(operator: Operator, text: str) -> dict[str, Any]:
@@ -48,7 +46,7 @@ def checked(operator: Operator, text: str) -> dict[str, Any]:
         raise Refused("schema", f"expected exactly the arguments {sorted(operator.args)}, got {sorted(doc)}")
     for name, kind in operator.args.items():
         value = doc[name]
-        if not isinstance(value, TYPES[kind]) or (kind != "boolean" and isinstance(value, bool)):
+        if not of_kind(value, kind):
             raise Refused("schema", f"{name} must be a {kind}, got {type(value).__name__}")
     return dict(doc)
 
@@ -101,6 +99,8 @@ class ArgFiller(OwnsClient):
 
 
 def make_arg_filler(base_url: str, model: str, *, timeout: float = defaults.LLM_TIMEOUT,
-                    seed: int = defaults.SEED) -> ArgFiller:
-    client = chat_client(base_url, model, timeout=timeout)
+                    seed: int = defaults.SEED, extra_body: Mapping[str, Any] | None = None) -> ArgFiller:
+    """An :class:`ArgFiller` for ``base_url`` (the key from the environment only, replies cached
+    under the default cache folder); ``extra_body`` sent with each call."""
+    client = chat_client(base_url, model, timeout=timeout, extra_body=extra_body)
     return ArgFiller(client, cache=ReplyCache(default_cache_dir()), seed=seed)

@@ -100,7 +100,7 @@ def cached_call(client: ChatClient, cache: ReplyCache | None, usage: Usage,
                 settings: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
     """The call's entry, from ``cache`` when it holds it (then nothing is sent), else made and
     stored; counted in ``usage`` either way. Returns the entry and whether it was cached."""
-    key = cache_key(client.model, messages, settings)
+    key = cache_key(client.model, messages, client.request(settings))
     entry = cache.get(key) if cache is not None else None
     cached = entry is not None
     if entry is None:

@@ -90,7 +90,8 @@ class ChatClient(Closes):
                  max_retries: int = defaults.LLM_MAX_RETRIES, backoff: float = defaults.LLM_BACKOFF,
                  max_backoff: float = defaults.LLM_MAX_BACKOFF, retry_timeouts: bool = False,
                  transport: httpx.BaseTransport | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 extra_body: Mapping[str, Any] | None = None) -> None:
         if timeout <= 0:
             raise UsageError(f"timeout must be positive, got {timeout}")
         if read_timeout is not None and read_timeout <= 0:
@@ -99,6 +100,7 @@ class ChatClient(Closes):
             raise UsageError(f"max_retries must be >= 0, got {max_retries}")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
+        self.extra_body = check_extra_body(extra_body or {})
         self.timeout = timeout
         self.read_timeout = min(read_timeout or timeout, timeout)
         self.max_retries = max_retries
@@ -118,9 +120,10 @@ class ChatClient(Closes):
     def complete(self, messages: Sequence[Mapping[str, str]],
                  settings: Mapping[str, Any]) -> Completion:
         """The model's reply to ``messages``; ``settings`` (temperature, max_tokens, seed,
-        response_format, ...) go into the request body as they are. Raises :class:`CallError`,
-        at the latest when the deadline ``timeout`` has passed."""
-        body = {"model": self.model, "messages": [dict(m) for m in messages], **settings}
+        response_format, ...) go into the request body as they are, and the client's
+        ``extra_body`` over them (:meth:`request`). Raises :class:`CallError`, at the latest when
+        the deadline ``timeout`` has passed."""
+        body = {"model": self.model, "messages": [dict(m) for m in messages], **self.request(settings)}
         began = time.perf_counter()
         ends = began + self.timeout
         attempt = 0
@@ -160,6 +163,12 @@ class ChatClient(Closes):
             wait = self.backoff * 2 ** (attempt - 1) if delay is None else delay
             self.sleep(max(0.0, min(wait, self.max_backoff, ends - time.perf_counter())))
 
+    def request(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """The request's fields besides the model and the messages: ``settings`` and, over them,
+        the client's ``extra_body`` (switches a server accepts, such as ``enable_thinking:
+        false``). What a reply cache keys on, since a switch changes the reply."""
+        return {**settings, **self.extra_body}
+
     def send(self, body: Mapping[str, Any], ends: float) -> httpx.Response:
         """One attempt, read in full, given until ``ends`` (a ``perf_counter`` time) at most."""
         left = max(ends - time.perf_counter(), 1e-3)
@@ -179,6 +188,20 @@ class ChatClient(Closes):
         after = f" (last: {last})" if last else ""
         return CallError("timeout", f"no complete answer within the call's {self.timeout:g}s "
                          f"deadline{after}", attempts=attempts, latency=time.perf_counter() - began)
+
+
+EXTRA_BODY_RESERVED = frozenset({"model", "messages", "stream"})
+"""Request fields an extra body may not set: the client owns them."""
+
+
+def check_extra_body(extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``extra`` as the client sends it; raises :class:`UsageError` for a field the client owns."""
+    if not isinstance(extra, Mapping):
+        raise UsageError(f"the extra body must be a JSON object, got {type(extra).__name__}")
+    owned = sorted(set(extra) & EXTRA_BODY_RESERVED)
+    if owned:
+        raise UsageError(f"the extra body may not set {', '.join(owned)} (the client sends it)")
+    return dict(extra)
 
 
 def cut(stream: object) -> None:

@@ -43,27 +43,61 @@ def render(template: str, state: Mapping[str, Any]) -> str:
     return TEMPLATE.sub(value, template)
 
 
+def answer_fields(decision: Decision) -> tuple[Decision, ...]:
+    """The fields of the decision's answer, its own key first."""
+    return (decision, *decision.fields)
+
+
+def allowed(field: Decision) -> str:
+    """What a field's value may be, as the prompt says it."""
+    if field.enum is not None:
+        return f'{field.key} one of {", ".join(repr(v) for v in field.enum)}'
+    return f"{field.key} a {field.kind}" if field.kind is not None else ""
+
+
 def messages_for(decision: Decision, state: Mapping[str, Any]) -> list[dict[str, str]]:
-    allowed = (f' one of {", ".join(repr(v) for v in decision.enum)}' if decision.enum is not None else "")
-    user = (f"{render(decision.prompt, state)}\n\n"
-            f'Answer {{"{decision.key}": <value>}} with the value{allowed}.')
+    fields = answer_fields(decision)
+    shape = ", ".join(f'"{f.key}": <value>' for f in fields)
+    rules = [text for text in (allowed(f) for f in fields) if text]
+    if len(fields) == 1 and decision.kind is None:
+        told = " with the value" + (f' one of {", ".join(repr(v) for v in decision.enum)}'
+                                    if decision.enum is not None else "")
+    else:
+        told = f" with {'; '.join(rules)}" if rules else ""
+    user = f"{render(decision.prompt, state)}\n\nAnswer {{{shape}}}{told}."
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
-def judged(decision: Decision, text: str) -> Scalar:
-    """The answer's value; raises :class:`Refused` (``parse``, ``schema``, ``enum``, ...)."""
+KINDS: dict[str, tuple[type, ...]] = {"string": (str,), "number": (int, float), "integer": (int,),
+                                      "boolean": (bool,)}
+
+
+def of_kind(value: object, kind: str) -> bool:
+    """Whether ``value`` is of the declared type (``true`` is a boolean, not a number)."""
+    return isinstance(value, KINDS[kind]) and (kind == "boolean" or not isinstance(value, bool))
+
+
+def judged(decision: Decision, text: str) -> dict[str, Scalar]:
+    """The answer's value of every field (the decision's key first), judged as one object; raises
+    :class:`Refused` (``parse``, ``schema``, ``enum``, ...) when any field is missing or wrong."""
     try:
         doc = extract_json(text)
     except Rejected as exc:
         raise Refused(exc.reason, exc.detail) from None
-    if not isinstance(doc, dict) or decision.key not in doc:
-        raise Refused("schema", f'expected {{"{decision.key}": ...}}')
-    value = doc[decision.key]
-    if value is not None and not isinstance(value, (str, int, float, bool)):
-        raise Refused("schema", f"{decision.key} must be a string, number, true/false or null")
-    if decision.enum is not None and not any(type(value) is type(v) and value == v for v in decision.enum):
-        raise Refused("enum", f"{value!r} is not one of {list(decision.enum)}")
-    return value
+    fields = answer_fields(decision)
+    if not isinstance(doc, dict) or any(f.key not in doc for f in fields):
+        raise Refused("schema", "expected {" + ", ".join(f'"{f.key}": ...' for f in fields) + "}")
+    values: dict[str, Scalar] = {}
+    for field in fields:
+        value = doc[field.key]
+        if value is not None and not isinstance(value, (str, int, float, bool)):
+            raise Refused("schema", f"{field.key} must be a string, number, true/false or null")
+        if field.kind is not None and value is not None and not of_kind(value, field.kind):
+            raise Refused("schema", f"{field.key} must be a {field.kind}, got {type(value).__name__}")
+        if field.enum is not None and not any(type(value) is type(v) and value == v for v in field.enum):
+            raise Refused("enum", f"{field.key}: {value!r} is not one of {list(field.enum)}")
+        values[field.key] = value
+    return values
 
 
 def response_format(kind: str, name: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -103,9 +137,12 @@ class Decider(OwnsClient):
         self.usage = Usage()
 
     def settings(self, decision: Decision) -> dict[str, Any]:
-        body: dict[str, Any] = {"temperature": 0.0, "max_tokens": MAX_TOKENS, "seed": self.seed}
-        value: dict[str, Any] = {"enum": list(decision.enum)} if decision.enum is not None else {}
-        schema = {"type": "object", "properties": {decision.key: value}, "required": [decision.key],
+        fields = answer_fields(decision)
+        # an answer of several fields carries free text (a code line, an image name): room for it
+        body: dict[str, Any] = {"temperature": 0.0, "max_tokens": MAX_TOKENS * len(fields), "seed": self.seed}
+        properties = {f.key: {**({"enum": list(f.enum)} if f.enum is not None else {}),
+                              **({"type": f.kind} if f.kind is not None else {})} for f in fields}
+        schema = {"type": "object", "properties": properties, "required": [f.key for f in fields],
                   "additionalProperties": False}
         body["response_format"] = response_format(self.response_format, "decision", schema)
         return body
@@ -136,17 +173,20 @@ class Decider(OwnsClient):
                 if "error" in entry:
                     self.usage.call_failed(str(entry["error"]))
                     raise Refused(str(entry["error"]), str(entry.get("detail", "")))
-                value = judged(decision, str(entry.get("text", "")))
+                values = judged(decision, str(entry.get("text", "")))
                 self.usage.judged(None)
-                record.update(value=value, source="model")
+                record.update(source="model")
             except Refused as exc:
                 self.usage.judged(exc.reason)
                 if not decision.has_default:
                     raise RunFailed(f"{domain.source}: htn.decide.{key}: the model's answer was "
                                     f"refused ({exc.reason}: {exc.detail}) and there is no default") from None
-                record.update(value=decision.default, source="default", refused=exc.reason,
-                              detail=exc.detail[:200])
-            state[key] = record["value"]
+                values = {f.key: f.default for f in answer_fields(decision)}
+                record.update(source="default", refused=exc.reason, detail=exc.detail[:200])
+            record["value"] = values[key]
+            if decision.fields:
+                record["fields"] = {f.key: values[f.key] for f in decision.fields}
+            state.update(values)
             records.append(record)
         return Decided(replace(domain, state=state), tuple(records))
 
@@ -159,9 +199,10 @@ def model_calls(records: Iterable[Mapping[str, Any]]) -> int:
 
 
 def make_decider(base_url: str, model: str, *, timeout: float = defaults.LLM_TIMEOUT,
-                 cache_dir: str | None = None, seed: int = defaults.SEED) -> Decider:
+                 cache_dir: str | None = None, seed: int = defaults.SEED,
+                 extra_body: Mapping[str, Any] | None = None) -> Decider:
     """A :class:`Decider` for ``base_url``: the key from the environment only, replies cached under
-    the default cache folder (or ``cache_dir``)."""
-    client = chat_client(base_url, model, timeout=timeout)
+    the default cache folder (or ``cache_dir``); ``extra_body`` sent with each call."""
+    client = chat_client(base_url, model, timeout=timeout, extra_body=extra_body)
     return Decider(client, cache=ReplyCache(cache_dir if cache_dir is not None else default_cache_dir()),
                    seed=seed)

@@ -12,8 +12,9 @@ has no business holding the key.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from evolve import defaults
 from evolve.llm.cache import ReplyCache, default_cache_dir
@@ -65,6 +66,7 @@ def make_llm_operator(
     token_param: TokenParam = defaults.LLM_TOKEN_PARAM,
     menu_max_tokens: int = defaults.LLM_MENU_MAX_TOKENS,
     scrub_env: bool = True,
+    extra_body: Mapping[str, Any] | None = None,
 ) -> LLMOperator:
     """An :class:`LLMOperator` talking to ``base_url`` (e.g. ``http://127.0.0.1:8080/v1``).
 
@@ -79,7 +81,7 @@ def make_llm_operator(
     if scrub_env:
         scrub_api_keys(api_key_env)
     client = ChatClient(base_url, model, api_key=api_key, timeout=timeout,
-                        max_retries=max_retries, backoff=backoff)
+                        max_retries=max_retries, backoff=backoff, extra_body=extra_body)
     root = cache_dir if cache_dir is not None else default_cache_dir()
     cache = ReplyCache(root) if use_cache else None
     return LLMOperator(
@@ -98,8 +100,12 @@ def make_llm_operator(
     )
 
 
-def chat_client(base_url: str, model: str, *, timeout: float = defaults.LLM_TIMEOUT) -> ChatClient:
+def chat_client(base_url: str, model: str, *, timeout: float = defaults.LLM_TIMEOUT,
+                extra_body: Mapping[str, Any] | None = None) -> ChatClient:
     """A client with the default retries, its key from the environment only (the small-model
-    calls of an HTN run: hoisted decisions, argument filling)."""
+    calls of an HTN run: hoisted decisions, argument filling); ``extra_body``: request fields
+    sent with every call (``{"enable_thinking": false}``: a reasoning model answers the JSON
+    without thousands of tokens of reasoning first)."""
     return ChatClient(base_url, model, api_key=api_key_from_env(API_KEY_ENV), timeout=timeout,
-                      max_retries=defaults.LLM_MAX_RETRIES, backoff=defaults.LLM_BACKOFF)
+                      max_retries=defaults.LLM_MAX_RETRIES, backoff=defaults.LLM_BACKOFF,
+                      extra_body=extra_body)

@@ -235,7 +235,8 @@ class LLMOperator(OwnsClient):
             settings = self.sampling.request(int(rng.integers(2**31 - 1)), "plan_patch",
                                              patch_schema(problem))
         return Job(index=index, parent=parent, messages=messages, settings=settings,
-                   key=cache_key(self.model, messages, settings), prompt_hash=prompt_hash(messages),
+                   key=cache_key(self.model, messages, self.client.request(settings)),
+                   prompt_hash=prompt_hash(messages),
                    menu=menu)
 
     def fetch(self, jobs: Sequence[Job]) -> dict[str, dict[str, Any]]:

@@ -248,6 +248,13 @@ class Decision:
     enum: tuple[Scalar, ...] | None = None
     default: Scalar = None
     has_default: bool = False
+    kind: str | None = None
+    """The value's type (``string``, ``number``, ``integer``, ``boolean``; ``None``: any scalar)."""
+    fields: tuple[Decision, ...] = ()
+    """Further fields of the same answer (``approach`` with ``line``, ``action`` with ``image``),
+    each with its own ``enum``, ``kind`` and ``default`` (their ``prompt`` is unused). The answer
+    is judged as one object: a field missing or wrong refuses all of it, and every field then
+    takes its default."""
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,8 @@ from evolve.problems.htn.domain import (
 
 DOMAIN_KEYS = ("name", "objective", "htn", "tools", "scopes", "limits", "resources", "policy")
 HTN_KEYS = ("state", "goal", "operators", "methods", "tasks", "max_depth", "max_nodes", "decide")
-DECISION_KEYS = ("prompt", "enum", "default")
+DECISION_KEYS = ("prompt", "enum", "default", "type", "fields")
+FIELD_KEYS = ("enum", "default", "type")
 OPERATOR_KEYS = ("pre", "effects", "duration", "cost", "tool", "risk", "scope", "uses", "llm_calls",
                  "description", "prompt", "exec", "args")
 ARG_TYPES = ("string", "number", "integer", "boolean")
@@ -130,6 +131,19 @@ def read_decision(r: Reader, key: str, spec: object, known: set[str]) -> Decisio
     doc = r.mapping(spec, path, DECISION_KEYS)
     if "prompt" not in doc:
         raise r.fail(join(path, "prompt"), "missing")
+    fields = any_mapping(r, doc, "fields", path)
+    for name in fields:
+        r.name(name, f"{path}.fields.{name}")
+        if name == key:
+            raise r.fail(f"{path}.fields.{name}", "the decision's own key is its first field already")
+    return replace(read_answer(r, key, doc, path), prompt=r.text(doc["prompt"], join(path, "prompt")),
+                   fields=tuple(read_answer(r, name, r.mapping(spec_, f"{path}.fields.{name}", FIELD_KEYS),
+                                            f"{path}.fields.{name}")
+                                for name, spec_ in fields.items()))
+
+
+def read_answer(r: Reader, key: str, doc: Mapping[str, Any], path: str) -> Decision:
+    """One field of a decision's answer: its enum, type and default (the prompt is the caller's)."""
     enum: tuple[Scalar, ...] | None = None
     if "enum" in doc:
         raw = doc["enum"]
@@ -140,8 +154,8 @@ def read_decision(r: Reader, key: str, spec: object, known: set[str]) -> Decisio
     if "default" in doc and enum is not None and not any(
             type(default) is type(v) and default == v for v in enum):
         raise r.fail(join(path, "default"), f"{describe(default)} is not one of the enum")
-    return Decision(key=key, prompt=r.text(doc["prompt"], join(path, "prompt")), enum=enum, default=default,
-                    has_default="default" in doc)
+    kind = r.optional(doc, "type", path, lambda v, p: r.choice(v, p, ARG_TYPES), None)
+    return Decision(key=key, prompt="", enum=enum, default=default, has_default="default" in doc, kind=kind)
 
 
 def any_mapping(r: Reader, doc: Mapping[str, Any], key: str, path: str) -> dict[str, Any]:

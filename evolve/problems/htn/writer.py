@@ -78,9 +78,13 @@ def domain_to_dict(domain: Domain) -> dict[str, Any]:
 
 
 def decision_doc(decision: Decision) -> dict[str, Any]:
-    doc: dict[str, Any] = {"prompt": decision.prompt}
+    doc: dict[str, Any] = {"prompt": decision.prompt} if decision.prompt else {}
     if decision.enum is not None:
         doc["enum"] = list(decision.enum)
     if decision.has_default:
         doc["default"] = decision.default
+    if decision.kind is not None:
+        doc["type"] = decision.kind
+    if decision.fields:
+        doc["fields"] = {f.key: decision_doc(f) for f in decision.fields}
     return doc
