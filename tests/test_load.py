@@ -251,7 +251,8 @@ BAD_PLANS = [
     ({"tasks": [{"id": "t1", "tool": "a", "inputs": ["x"]}]}, "tasks[0].inputs", "mapping"),
     ({"tasks": [{"id": "t1", "tool": "a", "needs": []}]}, "tasks[0].needs", "unknown key"),
     ({"tasks": [], "priority": "t1"}, "priority", "list of strings"),
-    ({"tasks": [], "steps": []}, "steps", "unknown key"),
+    ({"tasks": [], "stages": []}, "stages", "unknown key"),
+    ({"tasks": [], "steps": []}, "steps", "not both"),
     (["t1"], "", "expected a mapping"),
 ]
 
