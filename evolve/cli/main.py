@@ -259,7 +259,7 @@ def validate_cmd(plan_file: str, problem_file: str, as_json: bool, fact_items: t
         target = Path(evidence_out)
         with contextlib.suppress(OSError):  # a folder that cannot be made: the write says why
             target.parent.mkdir(parents=True, exist_ok=True)
-        write_text_file(target, json.dumps(evidence_plan(plan, errors), indent=2) + "\n")
+        write_text_file(evidence_out, json.dumps(evidence_plan(plan, errors), indent=2) + "\n")
     if as_json:
         click.echo(json.dumps({"valid": not errors, "status": status, "errors": [
             {"rule": e.rule, "task": e.task, "message": e.message} for e in errors]}, indent=2))
