@@ -152,6 +152,9 @@ def test_the_template_stands_in_when_the_replanner_finds_no_plan(tmp_path: Path)
     assert (fallback["revision"], fallback["reason"]) == (1, "template_fallback")
     assert "the none replanner found no valid, complete plan" in fallback["message"]
     assert outcome["tasks"]["t4"]["status"] == "failed" and outcome["tasks"]["t3"]["status"] == "done"
+    evidence = outcome["revisions"][0]["evidence"]
+    assert (evidence["task"], evidence["error"]) == ("t4", "simulated failure of check_a (rate 1)")
+    assert "$t1.a" in evidence["observed"]  # the input the failed call read
     assert outcome["calls"] == 4  # the done work (t1, t2) was not run again
 
     bare = run(tmp_path / "bare", CHAIN, plan, {"check_a": 1.0}, NoPlan())  # no template: as before

@@ -354,8 +354,9 @@ class Patch:
 def evidence(situation: Situation, resolve: Resolver) -> dict[str, Any]:
     """What caused a replan, for its audit trail: the task (``None`` for a replan no task asked
     for, as a rolling horizon's), the cause as the executor stated it, the assumption found
-    false (when one was), and the values observed: each reference of the task's ``assumes``
-    that the run knows (e.g. ``$t2.refunds``, the refund already issued)."""
+    false or the error, and the values observed: each reference of the task's ``assumes`` that
+    the run knows (e.g. ``$t2.refunds``, the refund already issued), and for a task that failed,
+    the inputs it read."""
     failed = situation.failed
     doc: dict[str, Any] = {"task": None if failed is None else failed.id, "cause": situation.reason}
     if failed is None:
@@ -378,8 +379,16 @@ def evidence(situation: Situation, resolve: Resolver) -> dict[str, Any]:
             false = False
         if false and "assumption" not in doc:
             doc["assumption"] = text
-    if "assumption" not in doc and f"{failed.id} ({failed.tool}) failed: " in situation.reason:
-        doc["error"] = situation.reason.split(" failed: ", 1)[1]
+    if "assumption" not in doc:
+        if f"{failed.id} ({failed.tool}) failed: " in situation.reason:
+            doc["error"] = situation.reason.split(" failed: ", 1)[1]
+        for value in failed.inputs.values():  # what the failed call was given
+            ref = parse_ref(value)
+            if ref is not None:
+                try:
+                    observed[str(ref)] = resolve(ref, ())
+                except (KeyError, ExpressionError):
+                    continue
     doc["observed"] = observed
     return doc
 
