@@ -383,10 +383,10 @@ def evidence(situation: Situation, resolve: Resolver) -> dict[str, Any]:
         if f"{failed.id} ({failed.tool}) failed: " in situation.reason:
             doc["error"] = situation.reason.split(" failed: ", 1)[1]
         for value in failed.inputs.values():  # what the failed call was given
-            ref = parse_ref(value)
-            if ref is not None:
+            read = parse_ref(value)
+            if read is not None:
                 try:
-                    observed[str(ref)] = resolve(ref, ())
+                    observed[str(read)] = resolve(read, ())
                 except (KeyError, ExpressionError):
                     continue
     doc["observed"] = observed
