@@ -13,7 +13,9 @@ Exit statuses (the README's table is this one):
 
 from __future__ import annotations
 
+import io
 import math
+import os
 import signal
 import sys
 import tempfile
@@ -153,6 +155,75 @@ def friendly(fn: F) -> F:
             click.echo(internal_error(exc), err=True)
             sys.exit(EXIT_INTERNAL)
     return wrapper  # type: ignore[return-value]
+
+
+class ClosedPipeSafe(io.TextIOBase):
+    """A standard stream that, once its reader has gone (``evolve pending | grep -q x``,
+    ``evolve run ... 2>&1 | head -4``), drops what is written to it instead of raising.
+
+    Like ``git``, a command whose output nobody reads any more ends quietly with its own exit
+    status: no ``BrokenPipeError`` traceback, no internal error, and a search whose terminal went
+    away still finishes and writes its run folder (the progress lines stop, the work does not).
+    The stream's descriptor is pointed at the null device once the pipe is broken, so that the
+    interpreter's own flush at exit has nowhere to fail either.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__()
+        self._stream = stream
+        #: set once the reader went away; every later write is dropped
+        self.gone = False
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # click reads these two to keep the stream as is
+        return str(self._stream.encoding)
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return self._stream.errors  # type: ignore[no-any-return]
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self._stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def fileno(self) -> int:
+        return int(self._stream.fileno())
+
+    def isatty(self) -> bool:
+        return bool(self._stream.isatty())
+
+    def writable(self) -> bool:
+        return True
+
+    def _drop(self) -> None:
+        self.gone = True
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self._stream.fileno())
+            finally:
+                os.close(null)
+        except (OSError, ValueError, io.UnsupportedOperation):  # no descriptor to point elsewhere
+            pass
+
+
+def survive_closed_pipes() -> None:
+    """Make stdout and stderr :class:`ClosedPipeSafe` (``evolve``'s entry point calls this)."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, ClosedPipeSafe):
+            setattr(sys, name, ClosedPipeSafe(stream))
 
 
 def internal_error(exc: BaseException) -> str:

@@ -23,7 +23,15 @@ from joblib import cpu_count
 from evolve import defaults
 from evolve.cli.bench import bench
 from evolve.cli.bound import COMMANDS as BOUND_COMMANDS
-from evolve.cli.common import EXIT_INTERRUPTED, EXIT_NO, INTERRUPTED, CtrlC, friendly, runs_root
+from evolve.cli.common import (
+    EXIT_INTERRUPTED,
+    EXIT_NO,
+    INTERRUPTED,
+    CtrlC,
+    friendly,
+    runs_root,
+    survive_closed_pipes,
+)
 from evolve.cli.execute import COMMANDS as EXECUTE_COMMANDS
 from evolve.cli.execute import parse_facts
 from evolve.cli.htn import COMMANDS as HTN_COMMANDS
@@ -121,15 +129,24 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
         options = replace(options, jobs=jobs)
     fitnesses = resolve_all(fitness_specs or DEFAULT_OBJECTIVES)
     weight_list = parse_weights(weights, len(fitnesses))
-    began = time.perf_counter()
+    # the live rate counts from the end of the first generation this process ran: that one
+    # also loads (or, the first time, compiles) the kernels and starts the workers, so a rate
+    # that counted it would read "1/s" for a search summary.json says ran at 110/s
+    first: list[tuple[int, float]] = []
 
     def progress(event: dict[str, Any]) -> None:
         if as_json:
             return
-        rate = event["evaluations"] / max(time.perf_counter() - began, 1e-9)
+        now, evaluations = time.perf_counter(), event["evaluations"]
         values = "  ".join(f"{k}={v:g}" for k, v in event["best_values"].items())
+        if not first:
+            first.append((evaluations, now))
+            rate = "warm-up"
+        else:
+            done, since = first[0]
+            rate = f"{(evaluations - done) / max(now - since, 1e-9):.0f}/s"
         click.echo(f"gen {event['generation']:>3}/{options.generations}  best {values}  "
-                   f"({event['evaluations']} evals, {rate:.0f}/s)", err=True)
+                   f"({evaluations} evals, {rate})", err=True)
 
     folder = Path(resume_dir or out_dir or new_run_dir(runs_root()))
     if resume_dir is not None and nothing_checkpointed(folder):
@@ -374,6 +391,7 @@ for command in (*REPORT_COMMANDS, bench, *BOUND_COMMANDS, *HTN_COMMANDS, *EXECUT
 
 
 def main() -> None:
+    survive_closed_pipes()
     cli(prog_name="evolve")
 
 
