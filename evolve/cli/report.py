@@ -19,9 +19,11 @@ from evolve.model.files import load_plan
 from evolve.model.validate import validate
 from evolve.problems import load_problem
 from evolve.report.data import load_run
+from evolve.report.execution import write_execution_report
+from evolve.report.execution_data import is_execution_folder, load_execution
 from evolve.report.html import write_report
 from evolve.report.plots import KINDS, save_plot
-from evolve.report.terminal import text_gantt
+from evolve.report.terminal import execution_text_gantt, text_gantt
 from evolve.report.timeline import timeline_of
 
 PROBLEM_HELP = "The run's problem file, when the run folder has no problem.json."
@@ -34,8 +36,14 @@ PROBLEM_HELP = "The run's problem file, when the run folder has no problem.json.
               help="Where to write the HTML (default: RUN_DIR/report.html).")
 @friendly
 def report(run_dir: str, problem_file: str | None, out_file: str | None) -> None:
-    """Write the run's HTML report: one self-contained file that opens offline."""
-    path = write_report(run_dir, problem=problem_file, out=out_file)
+    """Write the run's HTML report: one self-contained file that opens offline.
+
+    RUN_DIR is an ``evolve run`` folder or an ``evolve execute`` one (its execution report:
+    planned against actual, revisions, people, every step)."""
+    if is_execution_folder(run_dir):
+        path = write_execution_report(run_dir, out=out_file)
+    else:
+        path = write_report(run_dir, problem=problem_file, out=out_file)
     click.echo(str(path))
 
 
@@ -65,7 +73,16 @@ def show(plan_file: str, problem_file: str | None, width: int | None, color: boo
 
     Exit 1, with the validator's errors on stderr, when the plan is not valid: the chart of such
     a plan (a cycle, a task id used twice, a missing reference) is drawn for inspection, but it
-    is not a schedule anyone can run, and the exit status must not say it is."""
+    is not a schedule anyone can run, and the exit status must not say it is.
+
+    An ``evolve execute`` run folder is drawn as what ran: each task's attempts on the run
+    clock, its status and times, and the revisions (also of a run still going or waiting)."""
+    columns = width or shutil.get_terminal_size((defaults.SHOW_WIDTH, 24)).columns
+    use_color = sys.stdout.isatty() if color is None else color
+    if is_execution_folder(plan_file):
+        chart = execution_text_gantt(load_execution(plan_file), width=columns, color=use_color)
+        click.echo(chart, color=use_color)
+        return
     plan_path = Path(plan_file)
     if plan_path.is_dir():
         if problem_file is None and (plan_path / "problem.json").is_file():
@@ -74,8 +91,6 @@ def show(plan_file: str, problem_file: str | None, width: int | None, color: boo
     if problem_file is None:
         raise click.UsageError("--problem is required (the plan alone does not say how long tasks take)")
     problem, plan = load_problem(problem_file), load_plan(plan_path)
-    columns = width or shutil.get_terminal_size((defaults.SHOW_WIDTH, 24)).columns
-    use_color = sys.stdout.isatty() if color is None else color
     click.echo(text_gantt(timeline_of(problem, plan), width=columns, color=use_color), color=use_color)
     errors = validate(problem, plan)
     for error in errors:

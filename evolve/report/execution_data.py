@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evolve.execute.session import JOURNAL
 from evolve.model.errors import EvolveError
 
 OUTCOME = "outcome.json"
@@ -155,6 +156,14 @@ def read_events(path: Path) -> list[Mapping[str, Any]]:
             raise ExecutionReportError(f"{path}: line {number_}: expected an object with an 'event' key")
         events.append(event)
     return events
+
+
+def is_execution_folder(path: str | Path) -> bool:
+    """Whether ``path`` is an ``evolve execute`` run folder (its journal, and no search summary),
+    so the commands that take a run folder (``report``, ``show``) can take either kind."""
+    folder = Path(path)
+    return (folder.is_dir() and (folder / JOURNAL).is_file()
+            and not (folder / "summary.json").exists())
 
 
 def load_execution(run_dir: str | Path) -> Execution:

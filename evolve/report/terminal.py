@@ -3,6 +3,7 @@
 Each task gets a row scaled to the terminal width. Critical tasks are drawn with
 ``█`` and the others with ``▒``, so the chart reads without colour too (piped
 into a file or a log); slack is ``·``. Colour is added only when ``color`` is on.
+An ``evolve execute`` run folder is drawn as what ran (:func:`execution_text_gantt`).
 """
 
 from __future__ import annotations
@@ -10,10 +11,14 @@ from __future__ import annotations
 import click
 
 from evolve import defaults
+from evolve.report.execution_data import Execution, Segment
 from evolve.report.svg import num
 from evolve.report.timeline import Timeline
 
 CRITICAL, NORMAL, SLACK = "█", "▒", "·"
+RAN, FAILED, PASSED = "█", "x", "-"
+"""An execution's attempts: one that ended done (or reconciled), one that failed (a failure, a
+timeout, an exception, an unknown outcome), one that was skipped or stood in for an assumption."""
 
 
 def text_gantt(timeline: Timeline, width: int = defaults.SHOW_WIDTH, color: bool = False) -> str:
@@ -56,4 +61,65 @@ def text_gantt(timeline: Timeline, width: int = defaults.SHOW_WIDTH, color: bool
     lines.append(f"legend: {CRITICAL} critical  {NORMAL} other  {SLACK} slack")
     if timeline.unscheduled:
         lines.append(f"not schedulable (on or behind a cycle): {', '.join(timeline.unscheduled)}")
+    return "\n".join(lines)
+
+
+def segment_glyph(segment: Segment) -> str:
+    if segment.status in ("done", "reconciled"):
+        return RAN
+    if segment.status in ("skipped", "assumption"):
+        return PASSED
+    return FAILED
+
+
+def execution_text_gantt(execution: Execution, width: int = defaults.SHOW_WIDTH, color: bool = False) -> str:
+    """What an ``evolve execute`` run did, as text: a row per task of every revision with one
+    mark per attempt on the run clock, the task's status and times, then the revisions."""
+    outcome = execution.outcome
+    unit = "" if execution.virtual else " s"
+    status, reason = str(outcome.get("status", "running")), str(outcome.get("reason", "not ended"))
+    message = str(outcome.get("message") or "")
+    lines = [f"{execution.problem}: {status}{', ' + reason if reason != status else ''}"
+             f" (steps {outcome.get('steps', '?')}/{outcome.get('max_steps', '?')}, "
+             f"replans {outcome.get('replans', len(execution.revisions))}/{outcome.get('max_replans', '?')})"
+             f"{': ' + message if message else ''}",
+             *execution.notes]
+    rows = execution.rows
+    label_w = min(max((len(r.id) + 1 + len(r.tool) for r in rows), default=8), 34)
+    status_w = max((len(r.status) for r in rows), default=7)
+
+    def times(row_segments: tuple[Segment, ...]) -> str:
+        if not row_segments:
+            return ""
+        start, finish = min(s.start for s in row_segments), max(s.finish for s in row_segments)
+        return f"{num(round(start, 3))}–{num(round(finish, 3))}{unit}"
+
+    times_w = max((len(times(r.segments)) for r in rows), default=0)
+    chart_w = max(width - label_w - status_w - times_w - 5, 10)
+    span = execution.end if execution.end > 0 else 1.0
+
+    def col(t: float) -> int:
+        return min(round(chart_w * t / span), chart_w - 1)
+
+    lines.append(f"{'':<{label_w}} |0{num(round(execution.end, 3)) + unit:>{chart_w - 1}}|")
+    for row in rows:
+        cells = [" "] * chart_w
+        for segment in row.segments:
+            glyph = segment_glyph(segment)
+            for c in range(col(segment.start), max(col(segment.finish), col(segment.start) + 1)):
+                cells[c] = glyph
+        drawn = "".join(cells)
+        if color:
+            drawn = drawn.replace(RAN, click.style(RAN, fg="green")).replace(
+                FAILED, click.style(FAILED, fg="red"))
+        label = f"{row.id} {row.tool}"
+        label = label if len(label) <= label_w else label[: label_w - 1] + "…"
+        lines.append(f"{label:<{label_w}} |{drawn}| {row.status:<{status_w}} {times(row.segments)}".rstrip())
+    for revision in execution.revisions:
+        when = "" if revision.time is None else f" at {num(round(revision.time, 3))}{unit}"
+        changes = "; ".join(f"{what} {', '.join(items)}" for what, items in (
+            ("removed", revision.removed), ("added", revision.added), ("revised", revision.revised)) if items)
+        lines.append(f"revision {revision.revision}{when}: {revision.reason or 'replanned'}"
+                     f"{' (' + changes + ')' if changes else ''}")
+    lines.append(f"legend: {RAN} ran  {FAILED} failed attempt  {PASSED} skipped or assumed")
     return "\n".join(lines)
