@@ -105,7 +105,7 @@ def dispatch(ctx: RunContext, batch: list[Task]) -> None:
                 task_id=task.id,
                 tool=task.tool,
                 fn=ctx.tools[task.tool],
-                inputs=inputs,
+                inputs=tool.call_arguments(inputs),  # the callable's own parameter names
                 call=call,
                 started=now,
                 deadline=now + timeout,

@@ -47,7 +47,7 @@ PROBLEM_KEYS = (
 )
 TOOL_KEYS = (
     "scope", "duration", "inputs", "outputs", "risk", "cost", "uses", "llm_calls", "description", "by",
-    "writes",
+    "writes", "arguments",
 )
 TASK_KEYS = (
     "id", "tool", "deps", "inputs", "outputs", "when", "idempotency_key", "name",
@@ -430,10 +430,18 @@ def read_tool(r: Reader, name: str, spec: object) -> Tool:
         raise r.fail(p, f"expected one of {', '.join(BY)}, got {describe(value)}")
 
     uses_doc: dict[str, Any] = r.optional(doc, "uses", path, lambda v, p: r.mapping(v, p, None), {})
+    inputs, params = read_inputs(r, doc.get("inputs"), join(path, "inputs"))
+    arguments: dict[str, Any] = r.optional(doc, "arguments", path, lambda v, p: r.mapping(v, p, None), {})
+    for param in arguments:
+        r.string(param, join(path, f"arguments.{param}"))
+        if param in params or (not params and param in inputs):
+            raise r.fail(join(path, f"arguments.{param}"), "also an input: a fact gives its value")
     return Tool(
         name=name,
         duration=r.number(doc["duration"], join(path, "duration")),
-        inputs=r.optional(doc, "inputs", path, r.names, ()),
+        inputs=inputs,
+        params=params,
+        arguments=arguments,
         outputs=r.optional(doc, "outputs", path, r.names, ()),
         scope=r.optional(doc, "scope", path, lambda v, p: r.name(v, p, TOOL_NAME), None),
         risk=r.optional(doc, "risk", path, risk, "read"),
@@ -444,6 +452,21 @@ def read_tool(r: Reader, name: str, spec: object) -> Tool:
         by=r.optional(doc, "by", path, by, "tool"),
         writes=r.optional(doc, "writes", path, r.text, None),
     )
+
+
+def read_inputs(r: Reader, value: object, path: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    """A tool's ``inputs``: a list of facts (each a parameter of its own name), or a mapping
+    parameter -> fact for a callable whose parameters are named otherwise (two parameters may
+    read one fact). The facts, and the mapping (empty for a list)."""
+    if value is None:
+        return (), {}
+    if not isinstance(value, Mapping):
+        return r.names(value, path), {}
+    params = {}
+    for param, fact in r.mapping(value, path, None).items():
+        r.string(param, path)
+        params[param] = r.name(fact, join(path, param))
+    return tuple(dict.fromkeys(params.values())), params
 
 
 def load_plan(path: str | Path) -> Plan:
@@ -538,7 +561,8 @@ def problem_to_dict(problem: Problem) -> dict[str, Any]:
     for tool in problem.tools.values():
         spec: dict[str, Any] = {"duration": tool.duration}
         optional = {
-            "scope": tool.scope, "inputs": list(tool.inputs), "outputs": list(tool.outputs),
+            "scope": tool.scope, "inputs": dict(tool.params) if tool.params else list(tool.inputs),
+            "arguments": dict(tool.arguments), "outputs": list(tool.outputs),
             "risk": tool.risk if tool.risk != "read" else None, "cost": tool.cost or None,
             "uses": dict(tool.uses), "llm_calls": tool.llm_calls or None,
             "description": tool.description or None, "by": tool.by if tool.by != "tool" else None,

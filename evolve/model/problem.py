@@ -62,9 +62,28 @@ class Tool:
     """The object a write tool writes, a template over its inputs (``"order:$order_id"``): two
     tasks that may write the same object must be ordered by an edge (validator rule
     ``write-order``)."""
+    params: Mapping[str, str] = field(default_factory=dict)
+    """Parameter -> the fact it reads, for a tool whose callable names its parameters otherwise
+    than the facts (``inputs: {text: logs}``; empty: each input is a parameter of its own name).
+    Plans, the validator and the search see facts only; the callable is given its own names."""
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    """Literal arguments every call gets (an optional parameter a recorded session gave,
+    ``lines: 500``); a task's own literal input of the same name wins."""
 
     def __hash__(self) -> int:
         return hash((self.name, self.duration, self.inputs, self.outputs, self.scope, self.risk))
+
+    def call_arguments(self, bound: Mapping[str, Any]) -> dict[str, Any]:
+        """What the tool's callable is given for a task whose inputs are ``bound`` (fact ->
+        value, plus the task's literal inputs): its literal arguments, then each fact under the
+        parameter name that reads it (a fact read by two parameters is given to both)."""
+        if not self.params and not self.arguments:
+            return dict(bound)
+        out = dict(self.arguments)
+        renamed = {fact for param, fact in self.params.items() if param != fact}
+        out.update({key: value for key, value in bound.items() if key not in renamed})
+        out.update({param: bound[fact] for param, fact in self.params.items() if fact in bound})
+        return out
 
 
 @dataclass(frozen=True)

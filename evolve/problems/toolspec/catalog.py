@@ -8,10 +8,12 @@ names; this module decides which are the same fact:
 - its outputs are the properties of its declared output schema, and ``<tool>_result``, its
   whole result: a fact only that tool makes, so a goal naming a tool asks for that tool's
   answer, not for facts another tool could make as well;
-- a recorded session (:mod:`evolve.problems.toolspec.trace`) renames an input after the output
+- a recorded session (:mod:`evolve.problems.toolspec.trace`) feeds a parameter from the output
   its value came from (``calculate_pace.distance`` reads ``calculate_route``'s ``distance``;
-  ``flight_search.originSkyId`` reads ``search_airport``'s ``skyId``), and adds outputs it saw
-  used that the spec did not declare;
+  ``flight_search.originSkyId`` reads ``search_airport``'s ``skyId``: the catalog's
+  ``inputs: {originSkyId: skyId}``, so the tool is still called with its own parameter names),
+  adds outputs it saw used that the spec did not declare, and keeps the optional arguments it
+  gave as literals (``arguments: {lines: 500}``);
 - without a session, an input is made by every tool with an output of the same name.
 
 What a run knows at start and must achieve come from the caller, or from the session: the
@@ -22,6 +24,7 @@ else a default. Each decision that is not in the input is a line of :attr:`Impor
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -95,6 +98,8 @@ class Draft:
     """Catalog tool -> parameter -> the output fact a session showed it reads."""
     origin: dict[tuple[str, str], str] = field(default_factory=dict)
     """(catalog tool, parameter) -> the tool whose output the session fed it."""
+    arguments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Catalog tool -> the optional parameters the session gave literal values (kept as given)."""
 
     def result_fact(self, tool: str) -> str:
         return clean_name(f"{tool.replace('.', '_')}_{RESULT}", NAME)
@@ -179,17 +184,43 @@ def add_trace(d: Draft, calls: Sequence[Call], trace_source: str) -> tuple[Edge,
         binding = d.bound.get(tool, {})
         facts = [(p, binding.get(p, f)) for p, f in pairs]
         renamed += [f"{tool}.{p} <- {f}" for p, f in facts if p in binding and clean_name(p, NAME) != f]
-        merged_inputs: dict[str, str] = {}
+        first: dict[str, str] = {}
         for p, f in facts:
-            if f in merged_inputs:
-                d.notes.append(f"{tool}.{merged_inputs[f]} and {tool}.{p} both read the fact {f!r}: "
-                               "one input (a fact has one value in a plan)")
-                continue
-            merged_inputs[f] = p
-        d.inputs[tool] = [(p, f) for f, p in merged_inputs.items()]
+            if f in first:
+                d.notes.append(f"{tool}.{first[f]} and {tool}.{p} both read the fact {f!r}: one input "
+                               "(a fact has one value in a plan), given to both parameters")
+            first.setdefault(f, p)
+        d.inputs[tool] = facts
     if renamed:
-        d.notes.append(f"inputs named after the output the session fed them: {listing(renamed)}")
+        d.notes.append(f"parameters fed the output the session showed (the tool is still called "
+                       f"with its own parameter names): {listing(renamed)}")
+    keep_arguments(d, calls, {(e.call, e.argument) for e in kept})
     return tuple(kept)
+
+
+def keep_arguments(d: Draft, calls: Sequence[Call], fed: set[tuple[int, str]]) -> None:
+    """The optional parameters the session gave a literal value (not fed from an earlier result)
+    become the tool's literal ``arguments``, so a plan's call passes them as the session did; the
+    first call's value is kept where two calls of one tool differ."""
+    specs = {s.name: s for s in d.specs}
+    kept, differ = [], []
+    for i, call in enumerate(calls):
+        tool = d.tool[call.tool]
+        inputs = {p for p, _ in d.inputs[tool]}
+        for param, value in call.arguments.items():
+            if param not in specs[call.tool].optional or param in inputs or (i, param) in fed:
+                continue
+            given = d.arguments.setdefault(tool, {})
+            if param not in given:
+                given[param] = value
+                kept.append(f"{tool}.{param} = {json.dumps(value)[:40]}")
+            elif given[param] != value:
+                differ.append(f"{label(calls, i)}.{param}")
+    if kept:
+        d.notes.append(f"optional arguments the session gave, kept as literal arguments: {listing(kept)}")
+    if differ:
+        d.notes.append(f"calls that gave another value than the first call of their tool (the first "
+                       f"is kept): {listing(differ)}")
 
 
 def label(calls: Sequence[Call], index: int) -> str:
@@ -311,7 +342,13 @@ def tool_fields(d: Draft, side: Mapping[str, Mapping[str, Any]]) -> dict[str, di
         entry: dict[str, Any] = {"duration": meta.get("duration", defaults.IMPORT_DURATION)}
         if spec.description and "description" not in meta:
             entry["description"] = clean_text(spec.description)
-        entry["inputs"] = [f for _, f in d.inputs[name]]
+        pairs = d.inputs[name]
+        if all(p == f for p, f in pairs):
+            entry["inputs"] = [f for _, f in pairs]
+        else:  # the callable is called with its own parameter names, each given its fact's value
+            entry["inputs"] = dict(pairs)
+        if d.arguments.get(name):
+            entry["arguments"] = dict(d.arguments[name])
         entry["outputs"] = list(d.outputs[name])
         entry["risk"] = meta.get("risk", defaults.IMPORT_RISK)
         entry.update({k: v for k, v in meta.items() if k not in ("duration", "risk")})
