@@ -16,7 +16,6 @@ speak. (So a planner's own task name of that form, ``[id] ...``, reads as a tag.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,6 +24,10 @@ from typing import Any, Protocol, runtime_checkable
 from evolve import defaults
 from evolve.execute.replan import Proposal, Situation
 from evolve.execute.replan import last_error as replan_error
+from evolve.execute.session import people_own
+from evolve.execute.steps import TAG as TAG  # the tests and callers import these from here
+from evolve.execute.steps import step_of as step_of
+from evolve.execute.steps import tagged as tagged
 from evolve.model.coverage import covered_criteria
 from evolve.model.errors import InputError
 from evolve.model.files import plan_from_dict
@@ -63,22 +66,6 @@ def calls_of(planner: object) -> int:
     return planner.calls if isinstance(planner, ModelPlanner) else 0
 
 
-TAG = re.compile(r"^\[([^\]\s]+)\](?: (.*))?$", re.DOTALL)
-
-
-def tagged(task: Task, step: str) -> Task:
-    """``task`` named so that its planner step id survives the executor's fresh task id."""
-    return replace(task, name=f"[{step}] {task.name}" if task.name else f"[{step}]")
-
-
-def step_of(task: Task) -> tuple[str, str | None]:
-    """The planner step id and description of an executor task (untagged: its own id and name)."""
-    found = TAG.match(task.name or "")
-    if found is None:
-        return task.id, task.name
-    return found.group(1), found.group(2) or None
-
-
 def planner_view(plan: Plan) -> Plan:
     """An executor plan in the planner's step ids: a later task of a step supersedes an earlier
     one (the failed task a replan routed around), references and deps follow the ids."""
@@ -110,12 +97,15 @@ def read_answer(answer: object, source: str) -> Plan:
 def plan_errors(problem: Problem, plan: Plan, tools: Mapping[str, object],
                 facts: Mapping[str, Any] | None = None) -> list[str]:
     """Why ``plan`` may not run for ``problem`` (and the run's ``facts``): the validator's errors,
-    criteria no sound task makes, tools with no callable. Empty: it may run."""
+    criteria no sound task makes, tools with no callable (a ``by: human`` tool needs none: a
+    person answers, and the run waits for them). Empty: it may run."""
     found = validate(problem, plan, facts)
     errors = [str(e) for e in found]
     covered = set(covered_criteria(problem, plan, found))
     errors += [f"no sound task makes the criterion {c!r}" for c in problem.criteria if c not in covered]
-    errors += [f"{t.id}: no callable for tool {t.tool!r}" for t in plan.tasks if t.tool not in tools]
+    people = people_own(problem)
+    errors += [f"{t.id}: no callable for tool {t.tool!r}" for t in plan.tasks
+               if t.tool not in tools and t.tool not in people]
     return errors
 
 

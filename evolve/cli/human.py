@@ -31,7 +31,8 @@ TASK = click.argument("task_id")
 
 def describe(item: dict[str, Any]) -> list[str]:
     """One pending item in a few lines: the task, the tool, since when, the exact action."""
-    head = f"{item['task']:<6} {item['tool']}  {item['kind']}  since {item['since']}"
+    step = f" [{item['step']}]" if item.get("step", item["task"]) != item["task"] else ""
+    head = f"{item['task'] + step:<6} {item['tool']}  {item['kind']}  since {item['since']}"
     if item["kind"] != "approval":
         return [head]
     lines = [f"{head}  action {item['action_hash'][:12]}"]
@@ -48,7 +49,10 @@ def describe(item: dict[str, Any]) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print the pending items as JSON.")
 @friendly
 def pending_command(run_dir: str, as_json: bool) -> None:
-    """What the run in RUN_DIR waits for: each task, its tool, the exact action, since when."""
+    """What the run in RUN_DIR waits for: each task, its tool, the exact action, since when.
+
+    A task a planner gave a step id of its own (the plan-execute agent, after a replan) shows it
+    in brackets (``t5 [ok]``); approve, reject and answer accept either id."""
     journal, _, _ = read_run(Path(run_dir))
     try:
         items = pending(RunState.restore(journal))
@@ -89,7 +93,9 @@ def decide(
     finally:
         journal.close()
     digest = f" (action {made.action_hash[:12]})" if made.action_hash else ""
-    click.echo(f"{task_id} {verdict} by {who}{digest}; go on with: evolve execute --resume {run_dir}")
+    step = f" (step {task_id})" if made.task_id != task_id else ""
+    click.echo(f"{made.task_id}{step} {verdict} by {who}{digest}; "
+               f"go on with: evolve execute --resume {run_dir}")
 
 
 def who(verb: str) -> Decorator:

@@ -23,6 +23,7 @@ from typing import Any
 from evolve.execute.journal import Journal, dumps
 from evolve.execute.records import Asked, Decided, Verdict
 from evolve.execute.state import RunState
+from evolve.execute.steps import step_of, tasks_of_step
 from evolve.model.errors import EvolveError
 from evolve.model.problem import Problem
 
@@ -49,9 +50,12 @@ def iso(epoch: float | None) -> str | None:
 
 
 def pending(state: RunState) -> list[dict[str, Any]]:
-    """What the run waits for: each waiting task's open ask (task, tool, the exact action, since
-    when), in the order they were asked."""
+    """What the run waits for: each waiting task's open ask (task, the planner's step id, tool,
+    the exact action, since when), in the order they were asked. ``step`` is the task's own id
+    unless a planner tagged it with its step id (see :mod:`evolve.execute.steps`); a decision
+    accepts either."""
     items = []
+    tasks = state.plan.by_id()
     for tid, ask_id in state.latest.items():
         ask = state.asked[ask_id]
         if state.status.get(tid) != "waiting" or ask_id in state.decided:
@@ -59,6 +63,7 @@ def pending(state: RunState) -> list[dict[str, Any]]:
         items.append(
             {
                 "task": tid,
+                "step": step_of(tasks[tid])[0] if tid in tasks else tid,
                 "tool": ask.tool,
                 "kind": ask.kind,
                 "action": ask.action,
@@ -103,6 +108,26 @@ def waited(state: RunState, now_wall: float) -> float:
     return round(total, 3)
 
 
+def task_named(state: RunState, run: str, name: str) -> str:
+    """The executor id of the task ``name`` names: a waiting task's own id, else a planner's step
+    id (the one ``evolve pending`` shows in brackets) of one task of the current plan. A step id
+    can also be the executor id of the step's first version that a replan invalidated (the
+    agent's first plan keeps the planner's ids): the waiting version wins."""
+    if state.status.get(name) == "waiting":
+        return name
+    tagged = tasks_of_step(state.plan, name)
+    waiting = [tid for tid in tagged if state.status.get(tid) == "waiting"]
+    if len(waiting) == 1:
+        return waiting[0]
+    if name in state.status:
+        return name
+    if len(tagged) == 1:
+        return tagged[0]
+    open_ids = ", ".join(f"{i['task']} [{i['step']}]" if i["step"] != i["task"] else i["task"]
+                         for i in pending(state))
+    raise DecisionError(f"{run}: no task {name!r} in this run (waiting: {open_ids or 'none'})")
+
+
 def open_ask(state: RunState, run: str, task_id: str) -> Asked:
     """The ask ``task_id`` waits on, or why there is none."""
     if task_id not in state.status:
@@ -133,7 +158,9 @@ def decision(
 ) -> Decided:
     """The record of a person's decision on ``task_id``, checked against what the run waits for:
     an approval is approved or rejected (``action``, when given, must be the pending action's
-    hash or a prefix of it: an old hash is refused), an answer gives the tool's declared outputs."""
+    hash or a prefix of it: an old hash is refused), an answer gives the tool's declared outputs.
+    ``task_id`` may be a planner's step id (:func:`task_named`); the record names the task."""
+    task_id = task_named(state, run, task_id)
     ask = open_ask(state, run, task_id)
     if verdict == "answered" and ask.kind != "answer":
         raise DecisionError(f"{run}: {task_id} waits for an approval: use evolve approve or reject")
