@@ -79,6 +79,8 @@ def test_a_search_whose_terminal_went_away_writes_its_run_folder(tmp_path: Path)
     assert done.returncode == 0
     lines = shown.read_text().splitlines()
     assert len(lines) == 4 and all(line.startswith("gen ") for line in lines), lines
+    # generation 0 loads the kernels: no rate that counts it, the later lines have one
+    assert lines[0].endswith("(1 evals, warm-up)") and all(line.endswith("/s)") for line in lines[1:])
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["generations"] == 12 and summary["best"]["feasible"] is True
     assert json.loads((folder / "best.json").read_text())["tasks"]
