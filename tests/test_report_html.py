@@ -56,6 +56,16 @@ def test_report_has_every_part_and_needs_no_network(outcome: RunOutcome, tmp_pat
         assert f"<code>{candidate.id}</code>" in population
 
 
+def test_a_plan_built_from_scratch_counts_its_tasks(outcome: RunOutcome, tmp_path: Path) -> None:
+    """Not the patch's lines: its priority line is no task (a 9-task plan read "10 tasks")."""
+    page = write_report(copy_run(outcome, tmp_path / "run", with_problem=True)).read_text()
+    best = json.loads((tmp_path / "run" / "best.json").read_text())
+    lineage = page.split('<section id="lineage">')[1].split("</section>")[0]
+    found = re.search(r"built from scratch: (\d+) tasks", lineage)
+    assert found is not None and outcome.result.best.generation == 0
+    assert int(found.group(1)) == len(best["tasks"]) == 9
+
+
 def test_without_the_problem_the_stored_schedule_is_drawn(outcome: RunOutcome, tmp_path: Path,
                                                           refund_path: Path) -> None:
     bare = copy_run(outcome, tmp_path / "bare", with_problem=False)

@@ -192,8 +192,9 @@ def lineage_section(run: Run, directions: Mapping[str, str]) -> str:
     for i, record in enumerate(chain):
         parent = chain[i - 1] if i > 0 else None
         lines = describe_patch(record.patch)
-        if not record.parents:
-            change = f"built from scratch: {len(lines)} task{'s' if len(lines) != 1 else ''}"
+        if not record.parents:  # the tasks it adds, not the patch's lines (its priority is one)
+            added = sum(1 for task in record.patch.get("add") or () if isinstance(task, Mapping))
+            change = f"built from scratch: {added} task{'s' if added != 1 else ''}"
             listing = esc("\n".join(lines))
             change = f'<details><summary>{change}</summary><pre class="patch">{listing}</pre></details>'
         else:
