@@ -78,13 +78,27 @@ def test_an_unknown_label_goes_to_the_default_handler(tmp_path: Path) -> None:
     assert statuses(res.out)["handle_default"] == "done"
 
 
-def test_an_unknown_label_without_a_default_escalates_to_a_human(tmp_path: Path) -> None:
+def test_an_unknown_label_without_a_default_waits_for_a_person(tmp_path: Path) -> None:
+    """The executor pauses for a person (``by: human``, no callable): the run waits, the person
+    answers with ``evolve answer``, and the same call goes on to the reply they gave."""
+    from click.testing import CliRunner
+
+    from evolve.cli.main import cli
+
     res = route("where is my parcel", classify, HANDLERS, out=tmp_path / "run")
-    assert (res.status, res.reason, res.value) == ("failed", "awaiting_human", None)
-    assert "escalate to human" in res.message and "'shipping'" in res.message
+    assert (res.status, res.reason, res.value) == ("waiting", "awaiting_human", None)
+    assert "escalate waits for a person to give reply" in res.message and "evolve answer" in res.message
     outcome = json.loads((res.out / "outcome.json").read_text())
-    assert outcome["tasks"]["escalate"]["risk"] == "approval"  # a human-owned task
-    assert outcome["reason"] == "task_failed"  # what the executor itself says
+    assert outcome["tasks"]["escalate"]["status"] == "waiting"
+    assert outcome["reason"] == "waiting"  # what the executor itself says
+    [item] = json.loads(CliRunner().invoke(cli, ["pending", str(res.out), "--json"]).output)
+    assert (item["task"], item["kind"]) == ("escalate", "answer")
+    answered = CliRunner().invoke(cli, ["answer", str(res.out), "escalate", "--output",
+                                        '{"reply": "your parcel left the depot today"}'])
+    assert answered.exit_code == 0, answered.output
+    again = route("where is my parcel", classify, HANDLERS, out=tmp_path / "run")
+    assert (again.status, again.reason) == ("completed", "goal_met")
+    assert again.value == "your parcel left the depot today"
 
 
 def test_route_refuses_a_label_that_is_not_a_name() -> None:

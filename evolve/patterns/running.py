@@ -63,8 +63,9 @@ class PatternResult:
     """A pattern's answer (``value``, ``None`` when the run did not complete) and its run.
 
     ``reason`` is the run's (``goal_met``, ``task_failed``, ``replan_budget``, ...), or
-    ``awaiting_human`` when the run stopped at a human-owned task (the executor cannot pause a
-    run for a person yet: the run ends there, and the task's error says what the person is asked).
+    ``awaiting_human`` when the run waits (``status`` ``waiting``) at a task a person owns: the
+    message says what they are asked; once they answered (``evolve answer``), the same call
+    with the same ``out`` goes on.
     """
 
     pattern: str
@@ -94,8 +95,8 @@ def run_pattern(
     human: str | None = None,
 ) -> PatternResult:
     """Run ``tasks`` (the first plan; ``planner`` the one that extends it, if the pattern loops)
-    for ``problem``; the pattern's value is the criterion ``answer``. A failed task whose tool is
-    ``human`` means the run waits for a person: reason ``awaiting_human``."""
+    for ``problem``; the pattern's value is the criterion ``answer``. A task of the tool ``human``
+    waiting for its person: reason ``awaiting_human``."""
     catalog = problem_from_dict({"name": pattern, **problem}, f"<{pattern}>")
 
     def first(goal: str, history: Any, last_error: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -116,9 +117,11 @@ def run_pattern(
     waiting = [
         tid
         for tid, task in run.outcome.get("tasks", {}).items()
-        if human is not None and task["tool"] == human and task["status"] == "failed"
+        if human is not None and task["tool"] == human and task["status"] == "waiting"
     ]
     if waiting:
         reason = "awaiting_human"
-        message = f"{waiting[0]} waits for a person: {run.outcome['tasks'][waiting[0]]['error']}"
+        outputs = ", ".join(catalog.tools[human].outputs) if human in catalog.tools else "its outputs"
+        message = (f"{waiting[0]} waits for a person to give {outputs}: evolve pending {run.out}; "
+                   f"evolve answer {run.out} {waiting[0]} --output FILE.json")
     return PatternResult(pattern, run.made.get(answer), run.status, reason, message, run)

@@ -21,7 +21,7 @@ Step = str | Callable[[str], str]
 appended) for the model, or a plain function of the text (a gate that raises to stop the chain)."""
 
 HUMAN = "human.escalate"
-"""The human-owned tool an unhandled route label goes to (risk ``approval``)."""
+"""The tool a person owns (``by: human``) that an unhandled route label goes to: they answer."""
 
 
 def fill(template: str, text: str) -> str:
@@ -66,8 +66,10 @@ def route(
     out: str | Path | None = None,
 ) -> PatternResult:
     """Classify, then dispatch to the handler of the label; an unknown label goes to
-    ``handlers["default"]``, and without one to a human-owned "escalate to human" task (the run
-    then ends with reason ``awaiting_human``)."""
+    ``handlers["default"]``, and without one to a task a person owns, "escalate to human" (``by:
+    human``): the run waits (status ``waiting``, reason ``awaiting_human``) until a person gives
+    the reply (``evolve answer OUT escalate --output '{"reply": ...}'``), and calling ``route``
+    again with the same ``out`` then ends with that reply."""
     labels = [k for k in handlers if k != "default"]
     check_names("route: handler label", list(handlers))
     tools: dict[str, ToolFn] = {
@@ -82,9 +84,6 @@ def route(
 
     def handle(fn: Callable[[str], Any]) -> ToolFn:
         return lambda inputs, call: {"reply": fn(str(inputs["input"]))}
-
-    def escalate(inputs: Mapping[str, Any], call: Call) -> dict[str, Any]:
-        raise ToolFailure(f"escalate to human: no handler for the label {inputs['label']!r}")
 
     for label in labels:
         tools[f"route.{label}"] = handle(handlers[label])
@@ -103,9 +102,8 @@ def route(
         catalog["route.default"] = {"duration": 1, "inputs": ["input", "label"], "outputs": ["reply"]}
         tasks.append({"id": "handle_default", "tool": "route.default", **fallback})
     else:
-        tools[HUMAN] = escalate
         catalog[HUMAN] = {"duration": 1, "inputs": ["input", "label"], "outputs": ["reply"],
-                          "risk": "approval", "description": "escalate to human"}
+                          "by": "human", "description": "escalate to human"}  # no callable: a person
         tasks.append({"id": "escalate", "tool": HUMAN, **fallback})
     problem = {"objective": "routing", "initial": ["input"], "criteria": ["reply"], "tools": catalog}
     return run_pattern(
