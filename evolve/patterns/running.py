@@ -121,7 +121,8 @@ def run_pattern(
     ]
     if waiting:
         reason = "awaiting_human"
-        outputs = ", ".join(catalog.tools[human].outputs) if human in catalog.tools else "its outputs"
+        tool = catalog.tools.get(human or "")
+        outputs = ", ".join(tool.outputs) if tool is not None else "its outputs"
         message = (f"{waiting[0]} waits for a person to give {outputs}: evolve pending {run.out}; "
                    f"evolve answer {run.out} {waiting[0]} --output FILE.json")
     return PatternResult(pattern, run.made.get(answer), run.status, reason, message, run)
