@@ -304,3 +304,22 @@ IMPORT_DURATION = 1.0
 unit each, so a plan's makespan counts the calls on its longest chain."""
 IMPORT_RISK = "read"
 """Risk of an imported tool neither its spec nor the side file classes (a guess, reported)."""
+
+# -- the web view (evolve serve; see evolve.serve) ------------------------------------------------
+SERVE_HOST = "127.0.0.1"
+"""Where ``evolve serve`` listens unless ``--host`` says otherwise: this machine only. Another
+address must be given explicitly, and is warned about (anyone who can reach it and has the token
+can decide on the runs)."""
+SERVE_PORT = 8765
+"""``evolve serve --port`` (0: any free port, printed at start)."""
+SERVE_REFRESH_MS = 2000
+"""How often the runs page and the inbox fetch their lists again (milliseconds)."""
+SERVE_STREAM_POLL = 0.05
+"""How often a run page's event stream looks for new events in the run's journal (seconds)."""
+SERVE_STREAM_BATCH = 2000
+"""Most events one read of the stream sends at once (a run far ahead is caught up in batches)."""
+SERVE_HEARTBEAT = 15.0
+"""Seconds between the keep-alive comments of an idle event stream."""
+SERVE_SHUTDOWN_GRACE = 5.0
+"""Seconds ``evolve serve`` waits at Ctrl-C for open streams and resume workers before it stops them
+(a stopped worker's run is resumable like any killed run)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import getpass
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,29 +18,13 @@ import click
 
 from evolve.cli.common import friendly
 from evolve.cli.options import Decorator
-from evolve.execute.people import DecisionError, commit_decision, decision, pending
+from evolve.execute.inbox import decide_in, describe, pending_in
+from evolve.execute.people import DecisionError
 from evolve.execute.records import Verdict
-from evolve.execute.session import read_run
-from evolve.execute.state import RunState
 from evolve.model.errors import EvolveError
 
 RUN_DIR = click.argument("run_dir", type=click.Path(file_okay=False))
 TASK = click.argument("task_id")
-
-
-def describe(item: dict[str, Any]) -> list[str]:
-    """One pending item in a few lines: the task, the tool, since when, the exact action."""
-    step = f" [{item['step']}]" if item.get("step", item["task"]) != item["task"] else ""
-    head = f"{item['task'] + step:<6} {item['tool']}  {item['kind']}  since {item['since']}"
-    if item["kind"] != "approval":
-        return [head]
-    lines = [f"{head}  action {item['action_hash'][:12]}"]
-    for write in item["action"]["writes"]:
-        inputs = json.dumps(write["inputs"], sort_keys=True, default=str)
-        lines.append(f"    approves {write['task']} {write['tool']} {inputs}")
-    if not item["action"]["writes"]:
-        lines.append("    approves no write (none is downstream of it)")
-    return lines
 
 
 @click.command(name="pending")
@@ -53,11 +36,7 @@ def pending_command(run_dir: str, as_json: bool) -> None:
 
     A task a planner gave a step id of its own (the plan-execute agent, after a replan) shows it
     in brackets (``t5 [ok]``); approve, reject and answer accept either id."""
-    journal, _, _ = read_run(Path(run_dir))
-    try:
-        items = pending(RunState.restore(journal))
-    finally:
-        journal.close()
+    items = pending_in(Path(run_dir))
     if as_json:
         click.echo(json.dumps(items, indent=2, default=str))
         return
@@ -79,19 +58,8 @@ def decide(
     outputs: Any = None,
 ) -> None:
     """Check a decision against the run and commit it (one transaction), or say why not."""
-    folder = Path(run_dir)
-    journal, _, problem = read_run(folder)
-    try:
-        state = RunState.restore(journal)
-        who = by or getpass.getuser()
-        made = decision(
-            state, problem, str(folder), task_id, verdict, by=who, at=time.time(), note=note,
-            action=action, outputs=outputs,
-        )
-        events = journal.events()
-        commit_decision(journal, made, float(events[-1].get("time", 0.0)) if events else 0.0)
-    finally:
-        journal.close()
+    who = by or getpass.getuser()
+    made = decide_in(Path(run_dir), task_id, verdict, by=who, note=note, action=action, outputs=outputs)
     digest = f" (action {made.action_hash[:12]})" if made.action_hash else ""
     step = f" (step {task_id})" if made.task_id != task_id else ""
     click.echo(f"{made.task_id}{step} {verdict} by {who}{digest}; "

@@ -45,6 +45,7 @@ from evolve.cli.options import LlmSettings, llm_options, search_options
 from evolve.cli.patterns import COMMANDS as PATTERN_COMMANDS
 from evolve.cli.plan import COMMANDS as PLAN_COMMANDS
 from evolve.cli.report import COMMANDS as REPORT_COMMANDS
+from evolve.cli.serve import COMMANDS as SERVE_COMMANDS
 from evolve.cli.tools import COMMANDS as TOOLS_COMMANDS
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all, survey
@@ -386,7 +387,7 @@ def generate_cmd(tools: int, seed: int, name: str | None, no_approval: bool, no_
 
 
 for command in (*REPORT_COMMANDS, bench, *BOUND_COMMANDS, *HTN_COMMANDS, *EXECUTE_COMMANDS, *HUMAN_COMMANDS,
-                *PATTERN_COMMANDS, *PLAN_COMMANDS, *TOOLS_COMMANDS):
+                *PATTERN_COMMANDS, *PLAN_COMMANDS, *TOOLS_COMMANDS, *SERVE_COMMANDS):
     cli.add_command(command)
 
 

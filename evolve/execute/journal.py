@@ -129,14 +129,16 @@ TASK_COLUMNS = (
 class Journal:
     """One open journal. Methods that change state are one transaction each."""
 
-    def __init__(self, path: str | Path, *, sync: str = defaults.EXECUTE_JOURNAL_SYNC) -> None:
+    def __init__(self, path: str | Path, *, sync: str = defaults.EXECUTE_JOURNAL_SYNC,
+                 read_only: bool = False) -> None:
+        """Open (or create) the journal at ``path``. ``read_only``: open an existing journal to
+        read it only (no schema written, no checkpoint at close: a reader of many runs, such as
+        ``evolve serve``'s inbox, neither touches them nor waits on the disk)."""
         if sync not in SYNC_MODES:
             raise JournalError(f"journal sync must be one of {', '.join(SYNC_MODES)}, got {sync!r}")
         self.path = Path(path)
         try:
-            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute(f"PRAGMA synchronous={sync}")
+            self.db = self.connect(self.path, read_only=read_only, sync=sync)
             version = self.scalar("PRAGMA user_version")
             legacy = version == MIGRATES_FROM
             if version not in (SCHEMA_VERSION, MIGRATES_FROM) and self.scalar(
@@ -147,14 +149,30 @@ class Journal:
                     f"{self.path}: journal schema version {version or 1}, and this evolve reads "
                     f"version {SCHEMA_VERSION} only (the run was made by another evolve; start it again)"
                 )
-            self.db.executescript(SCHEMA)
-            if legacy:
-                self.migrate()
-            self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            if read_only and legacy:  # an old journal is migrated once, as any opening of it is
+                self.db.close()
+                self.db = self.connect(self.path, read_only=False, sync=sync)
+                read_only = False
+            if not read_only:
+                self.db.executescript(SCHEMA)
+                if legacy:
+                    self.migrate()
+                self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self.seq = self.scalar("SELECT COALESCE(MAX(seq), 0) FROM events")
             self.next_call = self.scalar("SELECT COALESCE(MAX(call_id), 0) FROM calls") + 1
         except sqlite3.DatabaseError as exc:
             raise JournalError(f"{self.path}: not a usable journal ({exc})") from None
+
+    @staticmethod
+    def connect(path: Path, *, read_only: bool, sync: str) -> sqlite3.Connection:
+        if read_only:
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
+                                 check_same_thread=False)
+        else:
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={sync}")
+        return db
 
     def close(self) -> None:
         self.db.close()

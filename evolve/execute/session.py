@@ -189,12 +189,13 @@ def start_run(
     )
 
 
-def read_run(run_dir: Path) -> tuple[Journal, dict[str, Any], Problem]:
-    """The journal of ``run_dir``, its record of the run, and the problem (data only)."""
+def read_run(run_dir: Path, *, read_only: bool = False) -> tuple[Journal, dict[str, Any], Problem]:
+    """The journal of ``run_dir`` (opened ``read_only`` or not), its record of the run, and the
+    problem (data only)."""
     path = run_dir / JOURNAL
     if not path.is_file():
         raise JournalError(f"{run_dir}: no {JOURNAL} (not a run folder of evolve execute)")
-    journal = Journal(path)
+    journal = Journal(path, read_only=read_only)
     meta = journal.meta()
     if "problem" not in meta or "options" not in meta:
         raise JournalError(f"{path}: the run never started (no record of its problem); start it again")
