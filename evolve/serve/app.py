@@ -156,7 +156,7 @@ class Guard:
 SECURITY_HEADERS = {
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",  # no-referrer would make Chromium send Origin: null on POST
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
