@@ -26,12 +26,12 @@ from click.testing import CliRunner
 pytest.importorskip("starlette")
 pytest.importorskip("httpx")
 
-from starlette.testclient import TestClient  # noqa: E402
+from starlette.testclient import TestClient
 
-from evolve.cli.main import cli  # noqa: E402
-from evolve.serve.app import Settings, journal_reader, make_app  # noqa: E402
-from evolve.serve.auth import COOKIE, Auth, read_tokens  # noqa: E402
-from evolve.serve.runs import Runs, run_folder  # noqa: E402
+from evolve.cli.main import cli
+from evolve.serve.app import Settings, journal_reader, make_app
+from evolve.serve.auth import COOKIE, Auth, read_tokens
+from evolve.serve.runs import Runs, run_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -74,7 +74,8 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (base / "plan.json").write_text(json.dumps(ASK_PLAN))
     for args in (
         (EXAMPLES / "refund_human_plan.yaml", "--problem", EXAMPLES / "refund.yaml", "--tools", TOOLS),
-        (base / "plan.json", "--problem", base / "address.yaml", "--tools", f"{base / 'address_tools.py'}:TOOLS"),
+        (base / "plan.json", "--problem", base / "address.yaml",
+         "--tools", f"{base / 'address_tools.py'}:TOOLS"),
     ):
         name = "refund" if args[0] == EXAMPLES / "refund_human_plan.yaml" else "address"
         done = subprocess.run(
@@ -153,7 +154,8 @@ def test_every_request_without_the_token_is_401(client: TestClient, path: str) -
 
 
 def test_a_post_without_the_token_is_401_even_with_the_token_in_the_query(client: TestClient) -> None:
-    said = client.post(f"/api/decide?token={TOKEN}", json={"run": "refund", "task": "t6", "verdict": "approved"})
+    body = {"run": "refund", "task": "t6", "verdict": "approved"}
+    said = client.post(f"/api/decide?token={TOKEN}", json=body)
     assert said.status_code == 401
 
 
@@ -218,7 +220,8 @@ def test_the_run_page_shows_the_reports_drawings_and_the_tool_results(client: Te
     signed_in(client)
     page = client.get("/runs/refund").text
     assert 'class="graph"' in page or "<svg" in page
-    for section in ('id="plan"', 'id="gantt"', 'id="revisions"', 'id="calls"', 'id="timeline"', 'id="waiting"'):
+    for section in ("plan", "gantt", "revisions", "calls", "timeline", "waiting"):
+        section = f'id="{section}"'
         assert section in page, section
     assert "payments.lookup" in page and "approvals.manager" in page
     assert "approves t7 payments.issue_refund" in page  # the lines evolve pending prints
@@ -256,7 +259,8 @@ def test_approving_in_the_inbox_journals_it_like_the_cli(client: TestClient, run
     db = sqlite3.connect(runs / "refund" / "journal.sqlite")
     [event] = [json.loads(b) for (b,) in db.execute("SELECT body FROM events") if '"person.approved"' in b]
     db.close()
-    assert (event["by"], event["action_hash"], event["note"]) == ("asha", item["action_hash"], "duplicate capture")
+    assert (event["by"], event["note"]) == ("asha", "duplicate capture")
+    assert event["action_hash"] == item["action_hash"]
     assert pending_json(runs / "refund") == []
     assert [i["run"] for i in client.get("/api/pending").json()] == ["address"]
 
@@ -274,7 +278,8 @@ def test_reject_needs_a_note_and_is_journaled_with_it(client: TestClient, runs: 
     [item] = [i for i in client.get("/api/pending", headers=bearer(OTHER)).json() if i["run"] == "refund"]
     blank = client.post("/api/decide", json={**form("", item, "rejected", "  ")}, headers=bearer(OTHER))
     assert blank.status_code == 400 and "say why" in blank.json()["error"]
-    said = client.post("/api/decide", json=form("", item, "rejected", "customer wants credit"), headers=bearer(OTHER))
+    why = form("", item, "rejected", "customer wants credit")
+    said = client.post("/api/decide", json=why, headers=bearer(OTHER))
     assert said.status_code == 200, said.text
     [row] = asks(runs / "refund")
     assert row[:4] == ("t6", "rejected", "ravi", "customer wants credit")
@@ -286,11 +291,13 @@ def test_an_answer_from_the_form_gives_the_task_its_outputs(client: TestClient, 
     bad = {**form(csrf, item, "answered"), "outputs": '{"address": "12 MG Road"}'}
     assert "missing phone" in client.post("/inbox/decide", data=bad, headers={"origin": BASE}).text
     good = {**form(csrf, item, "answered"), "outputs": '{"address": "12 MG Road", "phone": "+91 80"}'}
-    assert "address: q answered by asha" in client.post("/inbox/decide", data=good, headers={"origin": BASE}).text
+    said = client.post("/inbox/decide", data=good, headers={"origin": BASE})
+    assert "address: q answered by asha" in said.text
     assert asks(runs / "address")[0][:3] == ("q", "answered", "asha")
 
 
-def test_two_people_deciding_at_once_the_first_wins_the_second_is_told(client: TestClient, runs: Path) -> None:
+def test_two_people_deciding_at_once_the_first_wins_the_second_is_told(client: TestClient,
+                                                                        runs: Path) -> None:
     [item] = [i for i in client.get("/api/pending", headers=bearer()).json() if i["run"] == "refund"]
     answers: dict[str, Any] = {}
     start = threading.Barrier(2)
@@ -326,7 +333,8 @@ def test_a_post_without_the_sessions_csrf_token_is_refused(client: TestClient, r
     assert asks(runs / "refund")[0][1] is None
 
 
-def test_a_post_from_another_origin_is_refused_even_with_the_csrf_token(client: TestClient, runs: Path) -> None:
+def test_a_post_from_another_origin_is_refused_even_with_the_csrf_token(client: TestClient,
+                                                                        runs: Path) -> None:
     csrf = signed_in(client)
     [item] = [i for i in client.get("/api/pending").json() if i["run"] == "refund"]
     for headers in ({"origin": "http://evil.example"}, {"origin": "http://127.0.0.1:9"},
@@ -382,7 +390,8 @@ def raw_get(app: Any, raw: str) -> tuple[int, str]:
     "/runs/refund%2F..%2F..%2Faway", "/runs/linked", "/api/runs/linked", "/runs/linked/events",
     "/runs/../away", "/api/runs/../../away", "/runs/%2e%2e/away", "/runs/..%5Caway", "/runs/%00",
     "/static/..%2Fapp.py", "/static/%2e%2e/app.py", "/static/../app.py", "/runs/refund/../../secret.txt",
-    "/runs/refund/..%2F..%2Fsecret.txt", "/runs/" + "%252e%252e", "/../secret.txt", "/api/runs/%2Fetc%2Fpasswd",
+    "/runs/refund/..%2F..%2Fsecret.txt", "/runs/" + "%252e%252e", "/../secret.txt",
+    "/api/runs/%2Fetc%2Fpasswd",
 ])
 def test_no_path_outside_runs_dir_is_readable(runs: Path, outside: Path, path: str) -> None:
     (runs / "linked").symlink_to(outside, target_is_directory=True)

@@ -36,8 +36,8 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not instal
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 TOOLS = f"{EXAMPLES / 'refund_tools.py'}:NO_PRIOR_REFUND"
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run"]
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 def env(ledger: Path) -> dict[str, str]:
@@ -49,7 +49,8 @@ import sys
 from evolve.cli.main import cli
 for out in sys.argv[1:]:
     try:
-        cli.main(["execute", "{plan}", "--problem", "{problem}", "--tools", "{tools}", "--out", out, "--no-report"])
+        cli.main(["execute", "{plan}", "--problem", "{problem}", "--tools", "{tools}", "--out", out,
+                  "--no-report"])
     except SystemExit as stop:
         assert stop.code == 4, stop.code  # waiting for a person
 """
@@ -57,7 +58,8 @@ for out in sys.argv[1:]:
 
 def waiting_refunds(folders: list[Path], ledger: Path) -> None:
     """The refund runs, each stopped waiting for the manager (made in one process: one start-up)."""
-    script = MAKER.format(plan=EXAMPLES / "refund_human_plan.yaml", problem=EXAMPLES / "refund.yaml", tools=TOOLS)
+    script = MAKER.format(plan=EXAMPLES / "refund_human_plan.yaml", problem=EXAMPLES / "refund.yaml",
+                          tools=TOOLS)
     done = subprocess.run([sys.executable, "-c", script, *map(str, folders)], env=env(ledger),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -69,7 +71,8 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
     runs, ledger = tmp_path / "runs", tmp_path / "ledger.json"
     waiting_refunds([runs / "refund-a", runs / "refund-b"], ledger)
     server = subprocess.Popen(
-        [sys.executable, "-m", "evolve", "serve", str(runs), "--port", "0", "--as", "asha", "--resume-on-decision"],
+        [sys.executable, "-m", "evolve", "serve", str(runs), "--port", "0", "--as", "asha",
+         "--resume-on-decision"],
         env=env(ledger), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
@@ -111,7 +114,8 @@ def not_blank(png: Path) -> None:
     assert colours > 50 and variance > 100, (png, colours, variance)
 
 
-def test_approve_and_reject_by_clicking_then_the_runs_resume(served: tuple[str, Path, Path], tmp_path: Path) -> None:
+def test_approve_and_reject_by_clicking_then_the_runs_resume(served: tuple[str, Path, Path],
+                                                             tmp_path: Path) -> None:
     address, runs, ledger = served
     base = address.split("/?token=")[0]
     with sync_api.sync_playwright() as p:
@@ -151,8 +155,8 @@ def test_approve_and_reject_by_clicking_then_the_runs_resume(served: tuple[str, 
                 if status == {"refund-a": "completed", "refund-b": "completed"}:
                     break
                 time.sleep(0.5)
-            assert status == {"refund-a": "completed", "refund-b": "completed"}, (
-                status, api(address, "/api/runs/refund-a")["worker"], api(address, "/api/runs/refund-b")["worker"])
+            workers = [api(address, f"/api/runs/{name}")["worker"] for name in ("refund-a", "refund-b")]
+            assert status == {"refund-a": "completed", "refund-b": "completed"}, (status, workers)
 
             # the run page, after the run: the report's drawings and the live timeline
             page.goto(base + "/runs/refund-a")
@@ -166,7 +170,8 @@ def test_approve_and_reject_by_clicking_then_the_runs_resume(served: tuple[str, 
 
     a_journal, b_journal = asks(runs / "refund-a"), asks(runs / "refund-b")
     assert a_journal[0] == ("t6", "approved", "asha", "duplicate capture, refund once", shown["refund-a/t6"])
-    assert b_journal[0] == ("t6", "rejected", "asha", "the customer asked for store credit", shown["refund-b/t6"])
+    why = "the customer asked for store credit"
+    assert b_journal[0] == ("t6", "rejected", "asha", why, shown["refund-b/t6"])
     entries = json.loads(ledger.read_text())
     refunds = [e for e in entries.values() if e["tool"] == "payments.issue_refund"]
     assert len(refunds) == 1 and refunds[0]["outputs"]["receipt"]["amount_inr"] == 1499
