@@ -7,6 +7,7 @@ import ipaddress
 import secrets
 import socket
 from pathlib import Path
+from types import FrameType
 
 import click
 
@@ -97,7 +98,17 @@ def serve(runs_dir: str, host: str | None, port: int, token_file: str | None, by
     click.echo("  Ctrl-C to stop", nl=True)
     config = uvicorn.Config(app, log_level="warning", access_log=False,
                             timeout_graceful_shutdown=int(defaults.SERVE_SHUTDOWN_GRACE))
-    uvicorn.Server(config).run(sockets=[sock])
+    stopping = app.state.server.stopping
+
+    class Server(uvicorn.Server):
+        """uvicorn's, which also ends the event streams when told to stop (else it would wait
+        for the browsers to close them)."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            stopping.set()
+            super().handle_exit(sig, frame)
+
+    Server(config).run(sockets=[sock])
 
 
 COMMANDS = (serve,)

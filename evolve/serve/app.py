@@ -189,7 +189,8 @@ class Server:
         self.workers = Workers(settings.resume_command)
         self.runs = Runs(settings.root, self.workers.running)
         self.assets = static_files()
-        self.decide_lock = threading.Lock()
+        self.stopping = threading.Event()
+        """Set when the server is told to stop: the event streams end, so it need not wait for them."""
 
     # -- pages --------------------------------------------------------------------------------
 
@@ -266,7 +267,7 @@ class Server:
         status = None
         idle = 0.0
         loop = asyncio.get_running_loop()
-        while True:
+        while not self.stopping.is_set():
             batch = await loop.run_in_executor(None, read, seen)
             if batch:
                 seen = int(batch[-1]["seq"])

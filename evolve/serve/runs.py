@@ -92,7 +92,7 @@ def execution_info(name: str, folder: Path, events: tuple[int, int] | None,
     doc = read_object(folder / OUTCOME) if outcome is not None else {}
     going = not doc or (events is not None and outcome is not None and events[0] > outcome[0])
     status = "running" if going else str(doc.get("status", "running"))
-    updated = max(s[0] for s in (events, outcome, stamp(folder / JOURNAL)) if s is not None) / 1e9
+    updated = max((s[0] for s in (events, outcome) if s is not None), default=0) / 1e9
     reason = "" if going else str(doc.get("reason", ""))
     message = "" if going else str(doc.get("message") or "")
     return RunInfo(name, "execution", status, goal_of(folder, doc.get("problem")), reason, message, updated)
@@ -123,25 +123,46 @@ class Runs:
         self.errors: dict[str, str] = {}
 
     def names(self) -> list[str]:
+        """The run folders' names: the folders directly in RUNS_DIR (read from the directory
+        listing, no stat each), and the symlinks whose target is one of them too."""
         try:
             entries = list(os.scandir(self.root))
         except OSError:
             return []
-        return sorted(e.name for e in entries if run_folder(self.root, e.name) is not None)
+        names = []
+        for entry in entries:
+            if entry.name in FORBIDDEN or entry.name.startswith("."):
+                continue
+            if entry.is_symlink():
+                if run_folder(self.root, entry.name) is not None:
+                    names.append(entry.name)
+            elif entry.is_dir(follow_symlinks=False):
+                names.append(entry.name)
+        return sorted(names)
 
     def info(self, name: str) -> RunInfo | None:
+        """Run ``name``'s line, read again only when its files changed (an execution's
+        ``events.jsonl`` and ``outcome.json``, a search's and its ``summary.json``: two stats)."""
         folder = self.root / name
-        events, outcome = stamp(folder / EVENTS), stamp(folder / OUTCOME)
-        summary, journal = stamp(folder / SUMMARY), stamp(folder / JOURNAL)
-        key = (events, outcome, summary, journal)
         with self.lock:
             cached = self.infos.get(name)
+        kind = cached[1].kind if cached is not None else None
+        events = stamp(folder / EVENTS)
+        if kind == "execution":
+            key: tuple[Any, ...] = (kind, events, stamp(folder / OUTCOME))
+        elif kind == "search":
+            key = (kind, events, stamp(folder / SUMMARY))
+        else:
+            key = ()
         if cached is not None and cached[0] == key:
             return cached[1]
+        outcome, summary, journal = stamp(folder / OUTCOME), stamp(folder / SUMMARY), stamp(folder / JOURNAL)
         if journal is not None:
             info = execution_info(name, folder, events, outcome)
+            key = ("execution", events, outcome)
         elif events is not None or summary is not None:
             info = search_info(name, folder, events, summary)
+            key = ("search", events, summary)
         else:
             return None  # not a run folder (yet): not listed
         with self.lock:
