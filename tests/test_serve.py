@@ -426,3 +426,33 @@ def test_serve_refuses_a_missing_folder_and_a_bad_token_file(tmp_path: Path) -> 
     (tmp_path / "tokens").write_text("\n# nothing\n")
     empty = evolve("serve", tmp_path, "--token-file", tmp_path / "tokens")
     assert empty.exit_code == 2 and "no token in it" in empty.output
+
+
+def test_the_event_stream_sends_the_runs_events_and_status(runs: Path) -> None:
+    app = make_app(Settings(root=runs.resolve(), auth=Auth({TOKEN: "asha"})))
+    with TestClient(app, base_url=BASE) as client, client.stream(
+            "GET", "/runs/refund/events?after=3", headers=bearer()) as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        kinds, batches = [], []
+        for line in stream.iter_lines():
+            if line.startswith("event: "):
+                kinds.append(line[7:])
+            elif line.startswith("data: ") and kinds[-1] == "events":
+                batches.append(json.loads(line[6:]))
+            elif line.startswith("data: ") and kinds[-1] == "status":
+                assert json.loads(line[6:]) == {"status": "waiting"}
+                app.state.server.stopping.set()  # the stream ends, as at the server's Ctrl-C
+    [batch] = batches
+    assert batch[0]["seq"] == 4 and batch[-1]["event"] == "session.wait"
+    assert kinds == ["events", "status"]
+
+
+def test_deciding_on_the_run_page_comes_back_to_it(client: TestClient, runs: Path) -> None:
+    csrf = signed_in(client)
+    page = client.get("/runs/refund").text
+    assert 'name="back" value="run"' in page
+    [item] = [i for i in client.get("/api/pending").json() if i["run"] == "refund"]
+    said = client.post("/inbox/decide", data={**form(csrf, item, "approved"), "back": "run"},
+                       headers={"origin": BASE}, follow_redirects=False)
+    assert said.headers["location"] == "/runs/refund"
+    assert "refund: t6 approved by asha" in client.get("/runs/refund").text

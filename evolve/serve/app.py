@@ -194,19 +194,19 @@ class Server:
 
     # -- pages --------------------------------------------------------------------------------
 
-    def page(self, request: Request, title: str, body: str, active: str) -> HTMLResponse:
+    async def page(self, request: Request, title: str, body: str, active: str) -> HTMLResponse:
         session = session_of(request)
         flash = []
         if session is not None:
             flash, session.flash = session.flash, []
         csrf = session.csrf if session is not None else ""
-        pending = len(self.runs.pending())
+        pending = len(await run_in_threadpool(self.runs.pending))
         return HTMLResponse(pages.layout(title, body, person=person_of(request), csrf=csrf, active=active,
                                          flash=flash, pending=pending))
 
     async def index(self, request: Request) -> Response:
         runs = await run_in_threadpool(self.runs.all)
-        return self.page(request, "evolve: runs", pages.runs_page(runs, self.root), "runs")
+        return await self.page(request, "evolve: runs", pages.runs_page(runs, self.root), "runs")
 
     async def runs_partial(self, request: Request) -> Response:
         runs = await run_in_threadpool(self.runs.all)
@@ -219,7 +219,7 @@ class Server:
     async def inbox(self, request: Request) -> Response:
         items = await run_in_threadpool(self.runs.pending)
         body = pages.inbox_page(items, self.csrf(request), self.root, dict(self.runs.errors))
-        return self.page(request, "evolve: inbox", body, "inbox")
+        return await self.page(request, "evolve: inbox", body, "inbox")
 
     async def inbox_partial(self, request: Request) -> Response:
         items = await run_in_threadpool(self.runs.pending)
@@ -241,7 +241,7 @@ class Server:
         assert info is not None
         pending = await run_in_threadpool(self.runs.pending_of, name) if info.kind == "execution" else []
         body = await run_in_threadpool(pages.run_page, info, folder, pending, self.csrf(request), self.root)
-        return self.page(request, f"evolve: {name}", body, "runs")
+        return await self.page(request, f"evolve: {name}", body, "runs")
 
     # -- the event stream ---------------------------------------------------------------------
 
@@ -329,6 +329,8 @@ class Server:
             said = await run_in_threadpool(commit)
         except (DecisionError, JournalError) as exc:
             return 409, str(exc)
+        except sqlite3.OperationalError as exc:  # the journal stayed locked past SQLite's wait
+            return 503, f"{run}: the run's journal is busy ({exc}); try again"
         except EvolveError as exc:
             return 400, str(exc)
         if self.settings.resume_on_decision:

@@ -105,7 +105,7 @@ def declared_outputs(root: Path, run: str, tool: str) -> list[str]:
     return [str(o) for o in outputs] if isinstance(outputs, list) else []
 
 
-def item_card(item: Mapping[str, Any], csrf: str, root: Path) -> str:
+def item_card(item: Mapping[str, Any], csrf: str, root: Path, back: str = "") -> str:
     """One pending item: the lines ``evolve pending`` prints, and the forms that decide it. Each
     form carries the action hash shown, so a changed action is refused, not approved."""
     run, task = str(item["run"]), str(item["task"])
@@ -115,7 +115,8 @@ def item_card(item: Mapping[str, Any], csrf: str, root: Path) -> str:
               f'<input type="hidden" name="run" value="{esc(run)}">'
               f'<input type="hidden" name="task" value="{esc(task)}">'
               f'<input type="hidden" name="action" value="{esc(action)}">'
-              f'<input type="hidden" name="ask" value="{esc(item.get("ask", ""))}">')
+              f'<input type="hidden" name="ask" value="{esc(item.get("ask", ""))}">'
+              + (f'<input type="hidden" name="back" value="{esc(back)}">' if back else ""))
     if item["kind"] == "approval":
         forms = (
             f'<form method="post" action="/inbox/decide" class="decide approve">{hidden}'
@@ -234,7 +235,7 @@ def run_page(info: RunInfo, folder: Path, pending: Sequence[Mapping[str, Any]], 
     inbox = ""
     if pending:
         inbox = ('<section id="waiting"><h2>Waiting for a person</h2>'
-                 + "".join(item_card(item, csrf, root) for item in pending) + "</section>")
+                 + "".join(item_card(item, csrf, root, back="run") for item in pending) + "</section>")
     if info.kind == "search":
         try:
             run = load_run(folder)
