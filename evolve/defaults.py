@@ -314,6 +314,9 @@ SERVE_PORT = 8765
 """``evolve serve --port`` (0: any free port, printed at start)."""
 SERVE_REFRESH_MS = 2000
 """How often the runs page and the inbox fetch their lists again (milliseconds)."""
+SERVE_SCAN_TTL = 1.0
+"""How long one scan of RUNS_DIR (every run's status, every pending item) answers requests before
+the folder is looked at again (seconds); a decision made through the server clears it at once."""
 SERVE_STREAM_POLL = 0.05
 """How often a run page's event stream looks for new events in the run's journal (seconds)."""
 SERVE_STREAM_BATCH = 2000

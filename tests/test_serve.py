@@ -97,7 +97,8 @@ def runs(made: Path, tmp_path: Path) -> Path:
 
 def client_for(root: Path, **kwargs: Any) -> TestClient:
     auth = Auth({TOKEN: "asha", OTHER: "ravi"})
-    return TestClient(make_app(Settings(root=root.resolve(), auth=auth, **kwargs)), base_url=BASE)
+    settings = Settings(root=root.resolve(), auth=auth, scan_ttl=0.0, **kwargs)  # each request looks again
+    return TestClient(make_app(settings), base_url=BASE)
 
 
 @pytest.fixture

@@ -73,6 +73,11 @@ class Settings:
     """Accept only loopback names in the Host header (a DNS-rebinding page cannot reach the server)."""
     resume_command: tuple[str, ...] | None = None
     """The worker's command before the run folder (default ``python -m evolve execute --resume``)."""
+    scan_ttl: float = defaults.SERVE_SCAN_TTL
+    """See :data:`evolve.defaults.SERVE_SCAN_TTL`."""
+    warm: bool = True
+    """Read every run's pending items in the background at start (a benchmark of the cold first
+    request turns it off)."""
 
 
 def static_files() -> dict[str, tuple[str, str]]:
@@ -187,7 +192,7 @@ class Server:
         self.settings = settings
         self.root = settings.root
         self.workers = Workers(settings.resume_command)
-        self.runs = Runs(settings.root, self.workers.running)
+        self.runs = Runs(settings.root, self.workers.running, settings.scan_ttl)
         self.assets = static_files()
         self.stopping = threading.Event()
         """Set when the server is told to stop: the event streams end, so it need not wait for them."""
@@ -333,6 +338,7 @@ class Server:
             return 503, f"{run}: the run's journal is busy ({exc}); try again"
         except EvolveError as exc:
             return 400, str(exc)
+        self.runs.forget()
         if self.settings.resume_on_decision:
             self.workers.resume(run, folder)
             said += "; the run is resumed"
@@ -469,7 +475,8 @@ def make_app(settings: Settings) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        threading.Thread(target=server.warm, daemon=True, name="evolve-serve-warm").start()
+        if settings.warm:
+            threading.Thread(target=server.warm, daemon=True, name="evolve-serve-warm").start()
         yield
         await server.workers.close()
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from evolve import defaults
 from evolve.execute.inbox import pending_in
 from evolve.execute.session import JOURNAL
 from evolve.model.errors import EvolveError
@@ -114,9 +116,13 @@ class Runs:
     ``running`` names the runs a worker of the server is resuming: they are running even before
     their first new event."""
 
-    def __init__(self, root: Path, running: Callable[[], Iterable[str]] = tuple) -> None:
+    def __init__(self, root: Path, running: Callable[[], Iterable[str]] = tuple,
+                 ttl: float = defaults.SERVE_SCAN_TTL) -> None:
         self.root = root
         self.running = running
+        self.ttl = ttl
+        self.scans: dict[str, tuple[float, Any]] = {}
+        """The last scan of each kind (``all``, ``pending``) and when it was made."""
         self.lock = threading.Lock()
         self.infos: dict[str, tuple[tuple[Any, ...], RunInfo]] = {}
         self.pendings: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
@@ -169,24 +175,42 @@ class Runs:
             self.infos[name] = (key, info)
         return info
 
+    def recent(self, kind: str, scan: Callable[[], Any]) -> Any:
+        """``scan()``, or its result from less than ``ttl`` seconds ago (many pages and clients
+        polling a folder of 1,000 runs cost one scan a second, not one each)."""
+        now = time.monotonic()
+        with self.lock:
+            last = self.scans.get(kind)
+        if last is not None and now - last[0] < self.ttl:
+            return last[1]
+        result = scan()
+        with self.lock:
+            self.scans[kind] = (now, result)
+        return result
+
+    def forget(self) -> None:
+        """Scan again at the next request (a decision was just made)."""
+        with self.lock:
+            self.scans.clear()
+
     def all(self) -> list[RunInfo]:
         """Every run, newest first; a run a worker of this server resumes is ``running``."""
+        runs: list[RunInfo] = self.recent("all", self.scan)
         busy = set(self.running())
-        out = []
-        for name in self.names():
-            info = self.info(name)
-            if info is None:
-                continue
-            if name in busy and info.status != "running":
-                info = RunInfo(info.name, info.kind, "running", info.goal, "", "", info.updated)
-            out.append(info)
-        return sorted(out, key=lambda r: (-r.updated, r.name))
+        return [r if r.name not in busy or r.status == "running"
+                else RunInfo(r.name, r.kind, "running", r.goal, "", "", r.updated) for r in runs]
+
+    def scan(self) -> list[RunInfo]:
+        found = (self.info(name) for name in self.names())
+        return sorted((info for info in found if info is not None), key=lambda r: (-r.updated, r.name))
 
     def pending_of(self, name: str) -> list[dict[str, Any]]:
         """What run ``name`` waits for (``evolve pending --json``'s items, each with its ``run``),
         read from its journal again only when the journal changed."""
         folder = self.root / name
-        key = (stamp(folder / JOURNAL), stamp(folder / f"{JOURNAL}-wal"))
+        wal = stamp(folder / f"{JOURNAL}-wal")
+        # an empty write-ahead log is no change: a reader (this one) may create one
+        key = (stamp(folder / JOURNAL), wal if wal is not None and wal[1] > 0 else None)
         with self.lock:
             cached = self.pendings.get(name)
         if cached is not None and cached[0] == key:
@@ -207,6 +231,10 @@ class Runs:
     def pending(self) -> list[dict[str, Any]]:
         """Every open approval and question across the runs, oldest first. Only the runs that
         may wait (``waiting``, or ``running``: a session under ``--wait``) have their journals read."""
+        found: list[dict[str, Any]] = self.recent("pending", self.scan_pending)
+        return found
+
+    def scan_pending(self) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         for info in self.all():
             if info.kind == "execution" and info.status in ("waiting", "running"):
