@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -457,3 +458,27 @@ def test_deciding_on_the_run_page_comes_back_to_it(client: TestClient, runs: Pat
                        headers={"origin": BASE}, follow_redirects=False)
     assert said.headers["location"] == "/runs/refund"
     assert "refund: t6 approved by asha" in client.get("/runs/refund").text
+
+
+def test_serve_warns_off_loopback_and_prints_the_address(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command up to the point it serves (uvicorn's loop is not started here; the browser
+    test runs the real one)."""
+    import uvicorn
+
+    served: list[Any] = []
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: served.append(sockets))
+    local = CliRunner().invoke(cli, ["serve", str(tmp_path), "--port", "0"])
+    assert local.exit_code == 0, local.output
+    assert "warning" not in local.output
+    assert re.search(r"http://127\.0\.0\.1:\d+/\?token=[\w-]{40,}", local.output), local.output
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOKEN} asha\n")
+    wide = CliRunner().invoke(cli, ["serve", str(tmp_path), "--host", "0.0.0.0", "--port", "0",
+                                    "--token-file", str(tokens)])
+    assert wide.exit_code == 0, wide.output
+    assert "warning: listening on 0.0.0.0, not this machine only" in wide.output
+    assert "?token=" not in wide.output and f"tokens from {tokens}" in wide.output
+    assert len(served) == 2
+    for sockets in served:
+        sockets[0].close()
