@@ -16,14 +16,14 @@ from typing import Any
 
 from evolve.execute.people import commit_decision, decision, pending
 from evolve.execute.records import Decided, Verdict
-from evolve.execute.session import read_run
+from evolve.execute.session import open_run, read_run
 from evolve.execute.state import RunState
 
 
 def pending_in(folder: Path) -> list[dict[str, Any]]:
     """What the run in ``folder`` waits for (:func:`~evolve.execute.people.pending`), read
     without writing to its journal."""
-    journal, _, _ = read_run(folder, read_only=True)
+    journal, _ = open_run(folder, read_only=True)  # the problem is not needed: not parsed
     try:
         return pending(RunState.restore(journal))
     finally:

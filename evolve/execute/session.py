@@ -189,9 +189,8 @@ def start_run(
     )
 
 
-def read_run(run_dir: Path, *, read_only: bool = False) -> tuple[Journal, dict[str, Any], Problem]:
-    """The journal of ``run_dir`` (opened ``read_only`` or not), its record of the run, and the
-    problem (data only)."""
+def open_run(run_dir: Path, *, read_only: bool = False) -> tuple[Journal, dict[str, Any]]:
+    """The journal of ``run_dir`` (opened ``read_only`` or not) and its record of the run."""
     path = run_dir / JOURNAL
     if not path.is_file():
         raise JournalError(f"{run_dir}: no {JOURNAL} (not a run folder of evolve execute)")
@@ -199,7 +198,13 @@ def read_run(run_dir: Path, *, read_only: bool = False) -> tuple[Journal, dict[s
     meta = journal.meta()
     if "problem" not in meta or "options" not in meta:
         raise JournalError(f"{path}: the run never started (no record of its problem); start it again")
-    return journal, meta, problem_of(meta, str(path))
+    return journal, meta
+
+
+def read_run(run_dir: Path, *, read_only: bool = False) -> tuple[Journal, dict[str, Any], Problem]:
+    """:func:`open_run`, and the run's problem (data only)."""
+    journal, meta = open_run(run_dir, read_only=read_only)
+    return journal, meta, problem_of(meta, str(run_dir / JOURNAL))
 
 
 def filling_for(problem: Problem, run_dir: Path, filler: ArgFiller | None,

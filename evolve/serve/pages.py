@@ -15,7 +15,7 @@ from typing import Any
 
 from evolve import defaults
 from evolve.execute.inbox import describe
-from evolve.execute.session import read_run
+from evolve.execute.session import open_run
 from evolve.model.errors import EvolveError
 from evolve.model.files import plan_from_dict, problem_from_dict
 from evolve.report.data import load_run
@@ -178,7 +178,7 @@ def short_json(value: Any) -> str:
 def calls_section(folder: Path) -> str:
     """What each tool call returned, from the journal (read only)."""
     try:
-        journal, _, _ = read_run(folder, read_only=True)
+        journal, _ = open_run(folder, read_only=True)
     except EvolveError as exc:
         return f'<section id="calls"><h2>Tool calls</h2><p class="no">{esc(exc)}</p></section>'
     try:
