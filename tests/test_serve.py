@@ -482,3 +482,17 @@ def test_serve_warns_off_loopback_and_prints_the_address(tmp_path: Path,
     assert len(served) == 2
     for sockets in served:
         sockets[0].close()
+
+
+def test_hostile_decision_bodies_are_400_and_change_nothing(client: TestClient, runs: Path) -> None:
+    [item] = [i for i in client.get("/api/pending", headers=bearer()).json() if i["run"] == "address"]
+    deep = "[" * 100_000 + "]" * 100_000
+    for body in (b"{not json", b"[1, 2]", b"\xff\xfe", deep.encode()):
+        headers = {**bearer(), "content-type": "application/json"}
+        said = client.post("/api/decide", content=body, headers=headers)
+        assert said.status_code == 400, body[:20]
+    said = client.post("/api/decide", json={**form("", item, "answered"), "outputs": deep}, headers=bearer())
+    assert said.status_code == 400 and "not JSON" in said.json()["error"]
+    said = client.post("/api/decide", json={**form("", item, "maybe")}, headers=bearer())
+    assert said.status_code == 400 and "verdict must be one of" in said.json()["error"]
+    assert asks(runs / "address")[0][1] is None

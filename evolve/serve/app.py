@@ -24,7 +24,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
@@ -46,6 +46,7 @@ from evolve import defaults
 from evolve.execute.inbox import decide_in
 from evolve.execute.journal import JournalError
 from evolve.execute.people import DecisionError
+from evolve.execute.records import Verdict
 from evolve.execute.session import JOURNAL
 from evolve.model.errors import EvolveError
 from evolve.report.assets import CSS, PAGE_JS
@@ -305,6 +306,7 @@ class Server:
             return 404, f"no run {run!r} in this folder"
         if verdict not in VERDICTS:
             return 400, f"verdict must be one of {', '.join(VERDICTS)}, got {verdict!r}"
+        chosen = cast(Verdict, verdict)
         if verdict == "rejected" and note is None:
             return 400, f"{run}: {task}: say why the action is rejected (the note is empty)"
         if form and verdict != "answered" and action is None:
@@ -313,19 +315,19 @@ class Server:
         if verdict == "answered" and isinstance(outputs, str):
             try:
                 outputs = json.loads(outputs)
-            except json.JSONDecodeError as exc:
+            except (json.JSONDecodeError, RecursionError) as exc:
                 return 400, f"{run}: {task}: the outputs are not JSON ({exc})"
         person = person_of(request)
 
         def commit() -> str:
             try:
-                made = decide_in(folder, task, verdict, by=person, note=note, action=action,  # type: ignore[arg-type]
-                                 outputs=outputs, name=run)
+                made = decide_in(folder, task, chosen, by=person, note=note, action=action, outputs=outputs,
+                                 name=run)
             except JournalError:
                 # Another decision was committed between our check and our write: the first
                 # wins. Checking again names it ("was approved by ... already").
-                decide_in(folder, task, verdict, by=person, note=note, action=action,  # type: ignore[arg-type]
-                          outputs=outputs, name=run)
+                decide_in(folder, task, chosen, by=person, note=note, action=action, outputs=outputs,
+                          name=run)
                 return f"{run}: {task} {verdict} by {person}"
             digest = f" (action {made.action_hash[:12]})" if made.action_hash else ""
             return f"{run}: {task} {verdict} by {person}{digest}"
@@ -366,7 +368,7 @@ class Server:
             return JSONResponse({"ok": False, "error": "missing or wrong X-CSRF-Token"}, 403)
         try:
             fields = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             return JSONResponse({"ok": False, "error": "the body is not JSON"}, 400)
         if not isinstance(fields, dict):
             return JSONResponse({"ok": False, "error": "expected a JSON object"}, 400)
