@@ -121,7 +121,8 @@ def test_approve_and_reject_by_clicking_then_the_runs_resume(served: tuple[str, 
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            context = browser.new_context(viewport={"width": 1200, "height": 900})
+            page = context.new_page()
             problems: list[str] = []
             page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: problems.append(str(e)))
@@ -129,6 +130,10 @@ def test_approve_and_reject_by_clicking_then_the_runs_resume(served: tuple[str, 
             assert page.url == base + "/"  # the token left the address; a cookie carries the session
             page.wait_for_selector('tr[data-run="refund-a"][data-status="waiting"]')
             assert page.locator('tr[data-run="refund-b"][data-status="waiting"]').count() == 1
+
+            watcher = context.new_page()  # a second tab on the runs page, never reloaded
+            watcher.goto(base + "/")  # (the same context: the session cookie is shared)
+            watcher.evaluate("window.__loadedOnce = 1")
 
             page.goto(base + "/inbox")
             shown = {key: page.get_attribute(f'article[data-key="{key}"]', "data-action")
@@ -157,6 +162,11 @@ def test_approve_and_reject_by_clicking_then_the_runs_resume(served: tuple[str, 
                 time.sleep(0.5)
             workers = [api(address, f"/api/runs/{name}")["worker"] for name in ("refund-a", "refund-b")]
             assert status == {"refund-a": "completed", "refund-b": "completed"}, (status, workers)
+
+            # the runs page followed the runs without a reload
+            for name in ("refund-a", "refund-b"):
+                watcher.wait_for_selector(f'tr[data-run="{name}"][data-status="completed"]')
+            assert watcher.evaluate("window.__loadedOnce") == 1
 
             # the run page, after the run: the report's drawings and the live timeline
             page.goto(base + "/runs/refund-a")
