@@ -496,3 +496,17 @@ def test_hostile_decision_bodies_are_400_and_change_nothing(client: TestClient, 
     said = client.post("/api/decide", json={**form("", item, "maybe")}, headers=bearer())
     assert said.status_code == 400 and "verdict must be one of" in said.json()["error"]
     assert asks(runs / "address")[0][1] is None
+
+
+def test_partials_and_a_search_folder_being_written(client: TestClient, runs: Path) -> None:
+    signed_in(client)
+    rows = client.get("/partials/runs").text
+    assert 'data-run="refund"' in rows and 'data-status="waiting"' in rows and "<html" not in rows
+    inbox = client.get("/partials/inbox").text
+    assert 'data-key="refund/t6"' in inbox and 'data-key="address/q"' in inbox and "<html" not in inbox
+    search = runs / "search-1"
+    search.mkdir()
+    (search / "events.jsonl").write_text('{"event": "generation", "generation": 0}\n{"event": "gen')
+    page = client.get("/runs/search-1")
+    assert page.status_code == 200 and 'data-status="running"' in page.text
+    assert 'class="no"' in page.text  # what cannot be drawn yet is said, not a 500
