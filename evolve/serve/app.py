@@ -330,7 +330,7 @@ class Server:
                           name=run)
                 return f"{run}: {task} {verdict} by {person}"
             digest = f" (action {made.action_hash[:12]})" if made.action_hash else ""
-            return f"{run}: {task} {verdict} by {person}{digest}"
+            return f"{run}: {made.task_id} {verdict} by {person}{digest}"
 
         try:
             said = await run_in_threadpool(commit)
