@@ -65,11 +65,12 @@ def measure_kernel(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, succ_pt
                    read_idx: IntArray, made_ptr: IntArray, made_idx: IntArray, bad_in: BoolArray,
                    intact: BoolArray, duplicate: BoolArray, template: IntArray, risk: IntArray,
                    cost: FloatArray, llm_calls: IntArray, initial: BoolArray, criteria: IntArray,
-                   approval_required: bool, compensated: bool, write: int, approval: int
+                   gated: BoolArray, compensated: bool, write: int, approval: int
                    ) -> tuple[int, int, int, float, int]:
     """``(errors, covered, contributing, cost, llm_calls)`` of one decoded plan (see
     :class:`~evolve.model.plan_arrays.PlanArrays`); ``errors`` counts only what the arrays
-    leave out: one for a dependency cycle, one per write with no approval upstream.
+    leave out: one for a dependency cycle, one per ``gated`` task (a write that needs an
+    approval, :func:`~evolve.model.validate.approval_rule`) with no approval upstream.
 
     The risk codes come in as arguments, not as globals: numba freezes a global
     into the machine code, so the codes could only change with a recompilation."""
@@ -81,8 +82,9 @@ def measure_kernel(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, succ_pt
     if placed < n:
         errors += 1  # no-cycle
 
-    # write-approval: a write needs an approval upstream; sweep down from every approval
-    if approval_required:
+    # write-approval, approval-threshold: a gated write needs an approval upstream; sweep down
+    # from every approval
+    if gated.any():
         approvals = np.empty(n, dtype=np.int64)
         count = 0
         for a in range(n):
@@ -92,8 +94,8 @@ def measure_kernel(tool: IntArray, dep_ptr: IntArray, dep_idx: IntArray, succ_pt
         approved = np.zeros(n, dtype=np.bool_)
         reach(succ_ptr, succ_idx, approvals[:count], approved)
         for v in range(n):
-            if tool[v] >= 0 and risk[tool[v]] == write and not approved[v]:
-                errors += 1  # write-approval
+            if gated[v] and not approved[v]:
+                errors += 1  # write-approval, approval-threshold
                 bad[v] = True
 
     # sound tasks (no error of their own, deps intact, only sound tasks upstream) and coverage
@@ -191,7 +193,7 @@ def measure(tables: PlanTables, arrays: PlanArrays) -> Measures:
         arrays.read_ptr, arrays.read_idx,
         arrays.made_ptr, arrays.made_idx, arrays.bad, arrays.intact, arrays.duplicate,
         arrays.template, cp.risk, cp.cost, cp.llm_calls, cp.initial, cp.criteria,
-        cp.approval_required, COMPENSATED_SUM, RISK_CODES["write"], RISK_CODES["approval"])
+        arrays.gated, COMPENSATED_SUM, RISK_CODES["write"], RISK_CODES["approval"])
     return Measures(errors=arrays.errors + int(errors), covered=int(covered),
                     contributing=int(contributing), cost=float(cost) if tables.float_costs else None,
                     llm_calls=int(calls))

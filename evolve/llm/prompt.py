@@ -220,6 +220,9 @@ def describe_problem(problem: Problem) -> str:
     if problem.policy.write_requires_approval:
         lines.append("Policy: every write task must depend, directly or through other tasks, "
                      "on an approval task.")
+    for tool, condition in problem.policy.approval_required:
+        lines.append(f"Policy: a {tool} task must depend, directly or through other tasks, on an "
+                     f"approval task where {condition} can hold.")
     if isinstance(problem.template, Plan):
         lines.append("Required tasks (keep them, with their dependencies): "
                      + ", ".join(f"{t.id} ({t.tool})" for t in problem.template.tasks))

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from evolve.model.problem import Problem
+from evolve.model.validate import approval_rule
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -56,7 +57,10 @@ class CompiledProblem:
     prod_idx: IntArray
     initial: BoolArray
     criteria: IntArray
-    approval_required: bool
+    gated: BoolArray
+    """``gated[t]``: a task of tool ``t`` needs an approval upstream
+    (:func:`~evolve.model.validate.approval_rule`: every write under ``write_requires_approval``,
+    a write whose ``approval_required`` threshold can hold)."""
     max_tasks: int
     """``-1`` when the problem sets no limit."""
 
@@ -129,6 +133,6 @@ def compile_problem(problem: Problem) -> CompiledProblem:
         in_ptr=in_ptr, in_idx=in_idx, out_ptr=out_ptr, out_idx=out_idx,
         prod_ptr=prod_ptr, prod_idx=prod_idx, initial=initial,
         criteria=np.array([fact_id[f] for f in problem.criteria], dtype=np.int64),
-        approval_required=problem.policy.write_requires_approval,
+        gated=np.array([approval_rule(problem.policy, tool) is not None for tool in tools], dtype=np.bool_),
         max_tasks=-1 if problem.limits.max_tasks is None else int(problem.limits.max_tasks),
     )

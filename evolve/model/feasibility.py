@@ -11,6 +11,7 @@ that can run, or an input that itself cannot be reached.
 from __future__ import annotations
 
 from evolve.model.problem import Problem, Tool
+from evolve.model.validate import approval_rule
 
 
 def reachable_facts(problem: Problem) -> tuple[set[str], bool]:
@@ -36,7 +37,9 @@ def reachable_facts(problem: Problem) -> tuple[set[str], bool]:
 
 
 def needs_approval(problem: Problem, tool: Tool) -> bool:
-    return tool.risk == "write" and problem.policy.write_requires_approval
+    """Whether every task of ``tool`` a plan can make needs an approval upstream (the
+    validator's own gate: ``write_requires_approval``, or a threshold that can hold)."""
+    return approval_rule(problem.policy, tool) is not None
 
 
 def unreachable_criteria(problem: Problem) -> list[str]:
@@ -76,7 +79,8 @@ def why_not(problem: Problem, fact: str, known: set[str], approval: bool,
         elif needs_approval(problem, tool) and not approval:
             has_tool = any(t.risk == "approval" for t in problem.tools.values())
             lack = "no approval tool can run" if has_tool else "the catalog has no approval tool"
-            reasons.append(f"{tool.name} is a write, which needs an approval, and {lack}")
+            rule = approval_rule(problem.policy, tool)
+            reasons.append(f"{tool.name} is a write, which needs an approval (rule {rule}), and {lack}")
     if len(producers) > shown:
         reasons.append(f"and {len(producers) - shown} more producers")
     return "; ".join(reasons)

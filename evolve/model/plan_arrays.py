@@ -45,8 +45,15 @@ from evolve.model.compiled import RISK_CODES, BoolArray, CompiledProblem, IntArr
 from evolve.model.coverage import DuplicateKey, duplicate_key
 from evolve.model.graph_kernels import topological_order, transpose
 from evolve.model.plan import TASK_MEMO, Plan, Task, parse_ref
-from evolve.model.problem import Problem, Tool
-from evolve.model.validate import check_conditions, check_limits, check_template, missing_evidence
+from evolve.model.problem import Policy, Problem, Tool
+from evolve.model.validate import (
+    approval_rule,
+    check_conditions,
+    check_limits,
+    check_template,
+    check_write_order,
+    missing_evidence,
+)
 
 MAX_NUMBERS = 1 << 16
 """Names (task ids) and facts outside the catalog a numbering holds before a fresh one replaces it."""
@@ -54,19 +61,20 @@ MAX_NUMBERS = 1 << 16
 TOKENS = itertools.count()
 """Tokens of numberings: unique in the process, so a record from another numbering never matches."""
 
-ToolEntry = tuple[int, bool, tuple[str, ...], frozenset[str], tuple[str, ...], bool]
+ToolEntry = tuple[int, bool, tuple[str, ...], frozenset[str], tuple[str, ...], bool, Tool]
 """What a task record needs of a tool: its index, whether its scope is granted, its inputs,
-its outputs as a set and as a tuple, and whether it writes."""
+its outputs as a set and as a tuple, whether it writes, and the tool."""
 
 # Layout of a task record (all int64): the fixed head, then three counted lists.
-TOKEN, ID, TOOL, ERRORS, INTACT, KEY = range(6)
-HEAD = 6
-"""``[token, id, tool, errors, intact, key, n_deps, deps..., n_refs, (task, fact, in_deps)...,
+TOKEN, ID, TOOL, ERRORS, INTACT, KEY, GATED = range(7)
+HEAD = 7
+"""``[token, id, tool, errors, intact, key, gated, n_deps, deps..., n_refs, (task, fact, in_deps)...,
 n_made, made...]``: ``token`` is the numbering's (the record is only valid in it); ``tool`` is -1
 when unknown; ``errors`` counts the validator errors of the task alone;
 ``intact`` is 1 when its deps hold no repeat and not itself; ``key`` is a non-negative hash of
 what :func:`evolve.model.coverage.duplicates` compares (equal keys, equal hashes; the rare equal
-hash of unequal keys is sorted out in :func:`plan_arrays`); the refs are those to tasks;
+hash of unequal keys is sorted out in :func:`plan_arrays`); ``gated`` is 1 when the task needs
+an approval upstream (:func:`~evolve.model.validate.approval_rule`); the refs are those to tasks;
 ``made`` are the facts it produces (none for an unknown tool)."""
 
 HASH_BITS = (1 << 63) - 1
@@ -77,6 +85,15 @@ MISSING: Any = object()
 
 
 
+@dataclass(frozen=True)
+class ProblemParts:
+    """What task records read of a problem: not the problem itself (see :class:`PlanTables`)."""
+
+    tools: Mapping[str, Tool]
+    initial: frozenset[str]
+    policy: Policy
+
+
 class Numbering:
     """Numbers for names (task ids) and facts, and the task records built with them.
 
@@ -85,8 +102,7 @@ class Numbering:
     is always a catalog fact.
     """
 
-    def __init__(self, tools: Mapping[str, Tool], initial: frozenset[str],
-                 compiled: CompiledProblem, require_evidence: bool = False) -> None:
+    def __init__(self, problem: ProblemParts, compiled: CompiledProblem) -> None:
         self.token = next(TOKENS)
         self.prefix = array("q", [self.token]).tobytes()
         """How every record of this numbering starts."""
@@ -95,11 +111,12 @@ class Numbering:
         self.catalog = len(self.facts)
         self.tools: dict[str, ToolEntry] = {
             name: (t, bool(compiled.granted[t]), tool.inputs, frozenset(tool.outputs), tool.outputs,
-                   int(compiled.risk[t]) == RISK_CODES["write"])
-            for t, (name, tool) in enumerate(tools.items())
+                   int(compiled.risk[t]) == RISK_CODES["write"], tool)
+            for t, (name, tool) in enumerate(problem.tools.items())
         }
-        self.initial = initial
-        self.require_evidence = require_evidence
+        self.initial = problem.initial
+        self.require_evidence = problem.policy.require_evidence
+        self.policy = problem.policy
 
     @property
     def size(self) -> int:
@@ -130,11 +147,12 @@ class Numbering:
         entry = self.tools.get(task.tool)
         inputs = task.inputs
         made: tuple[str, ...] = ()
+        gated = False
         if entry is None:
             errors += 1  # tool-registered
             tool = -1
         else:
-            tool, granted, tool_inputs, outset, outputs, writes = entry
+            tool, granted, tool_inputs, outset, outputs, writes, spec = entry
             if not granted:
                 errors += 1  # scope-granted
             for out in task.outputs:
@@ -148,8 +166,10 @@ class Numbering:
                 ref = parse_ref(value)
                 if ref is None or ref.fact != fact:
                     errors += 1  # input-bound: bound to something else
-            if writes and not task.idempotency_key:
-                errors += 1  # idempotency-key
+            if writes:
+                if not task.idempotency_key:
+                    errors += 1  # idempotency-key
+                gated = approval_rule(self.policy, spec, inputs) is not None
             made = task.outputs or outputs
         if task.when is not None or task.assumes:
             errors += len(check_conditions(task))  # expression
@@ -165,7 +185,7 @@ class Numbering:
                      ref.task in deps)
         key = hash(duplicate_key(task)) & HASH_BITS
         record = [self.token, names.setdefault(task.id, len(names)), tool, errors, intact, key,
-                  len(deps)]
+                  int(gated), len(deps)]
         record += [names.setdefault(d, len(names)) for d in deps]
         record.append(len(refs) // 3)
         record += refs
@@ -185,7 +205,11 @@ class PlanTables:
         self.initial = problem.initial_set()
         self.compiled = problem.derived(compile_problem)
         self.require_evidence = problem.policy.require_evidence
-        self.numbering = Numbering(self.tools, self.initial, self.compiled, self.require_evidence)
+        self.problem_parts = ProblemParts(problem.tools, self.initial, problem.policy)
+        self.numbering = Numbering(self.problem_parts, self.compiled)
+        self.named_writes = any(tool.risk == "write" and tool.writes is not None
+                                for tool in problem.tools.values())
+        """Whether two writes can name one object (rule ``write-order``, checked in Python)."""
         self.float_costs = all(type(tool.cost) is float for tool in problem.tools.values())
         """Whether every cost is a ``float``: from Python 3.12 on, ``sum`` compensates float
         terms only, so a sum mixing ints is only reproduced by the plain-Python definition."""
@@ -194,8 +218,7 @@ class PlanTables:
         """The numbering to compile the next plan with, renewed when it has grown too big."""
         numbering = self.numbering
         if numbering.size >= MAX_NUMBERS:
-            numbering = self.numbering = Numbering(self.tools, self.initial, self.compiled,
-                                                   self.require_evidence)
+            numbering = self.numbering = Numbering(self.problem_parts, self.compiled)
         return numbering
 
 
@@ -204,10 +227,10 @@ class CompiledPlan:
     """A plan as :func:`decode_plan` takes it: its task records end to end, and what is plan-wide.
 
     ``priority`` numbers the names of the plan's priority (-1: a name no task of
-    this numbering has, hence not a task of the plan). ``template`` and
-    ``template_bad`` are positions of template tasks present in the plan, and of
-    those the template rule faults; ``errors`` counts the plan-wide errors found
-    in Python (``max_tasks``, template).
+    this numbering has, hence not a task of the plan). ``template`` holds the positions
+    of template tasks present in the plan and ``template_bad`` those of the tasks a
+    plan-wide rule checked in Python faults (template, ``write-order``); ``errors``
+    counts the plan-wide errors found in Python (``max_tasks``, template, ``write-order``).
     """
 
     records: IntArray
@@ -226,7 +249,9 @@ def compile_plan(problem: Problem, plan: Plan) -> CompiledPlan:
 
     The template rule needs tasks by id, so it is checked here, with the
     validator's own :func:`~evolve.model.validate.check_template`, only for a
-    problem that has a template.
+    problem that has a template; so is ``write-order``
+    (:func:`~evolve.model.validate.check_write_order`), only for a problem whose writes name
+    what they write.
     """
     numbering = problem.derived(PlanTables).current()
     prefix = numbering.prefix
@@ -240,16 +265,22 @@ def compile_plan(problem: Problem, plan: Plan) -> CompiledPlan:
         [names.get(tid, -1) for tid in plan.priority], dtype=np.int64)
     errors = sum(1 for _ in check_limits(problem, plan))
     template, template_bad = NO_POSITIONS, NO_POSITIONS
-    if isinstance(problem.template, Plan):
+    templated = isinstance(problem.template, Plan)
+    ordered = problem.derived(PlanTables).named_writes
+    if templated or ordered:
         position = {task.id: i for i, task in enumerate(tasks)}
         by_id = {task.id: task for task in tasks}
         faulted = []
-        for error in check_template(problem, by_id):
+        found = [*(check_template(problem, by_id) if templated else ()),
+                 *(check_write_order(problem, plan, by_id) if ordered and len(by_id) == len(tasks)
+                   else ())]  # repeated ids: the whole plan is left to Python
+        for error in found:
             errors += 1
             if error.task in position:
                 faulted.append(position[error.task])
-        template = np.array([position[t.id] for t in problem.template.tasks if t.id in position],
-                            dtype=np.int64)
+        if isinstance(problem.template, Plan):
+            template = np.array([position[t.id] for t in problem.template.tasks if t.id in position],
+                                dtype=np.int64)
         template_bad = np.array(faulted, dtype=np.int64)
     return CompiledPlan(records=np.frombuffer(b"".join(records), dtype=np.int64), count=len(tasks),
                         priority=priority, template=template, template_bad=template_bad,
@@ -300,6 +331,7 @@ def decode_plan(records: IntArray, n: int, priority: IntArray, template_bad: Int
     task; what needs the graph (a cycle, unapproved writes) is not counted here. ``rank`` is
     each task's place in the priority (the last one when its id repeats there, as
     :func:`evolve.scheduling.base.priority_positions` has it), -1 for a task it does not name.
+    ``gated`` marks the tasks that need an approval upstream.
     """
     start = np.empty(n + 1, dtype=np.int64)
     at = 0
@@ -315,6 +347,7 @@ def decode_plan(records: IntArray, n: int, priority: IntArray, template_bad: Int
     bad = np.zeros(n, dtype=np.bool_)
     intact = np.zeros(n, dtype=np.bool_)
     duplicate = np.zeros(n, dtype=np.bool_)
+    gated = np.zeros(n, dtype=np.bool_)
     empty = np.zeros(0, dtype=np.int64)
     rank = np.full(n, -1, dtype=np.int64)
     keys = _table(n)
@@ -323,7 +356,7 @@ def decode_plan(records: IntArray, n: int, priority: IntArray, template_bad: Int
         s = _slot(keys, records[start[i] + ID])
         if keys[s] != -1:
             return (True, 0, tool, empty, empty, empty, empty, empty, empty, bad, intact, duplicate,
-                    rank, empty, empty, empty)
+                    rank, empty, empty, empty, gated)
         keys[s] = records[start[i] + ID]
         where[s] = i
 
@@ -342,6 +375,7 @@ def decode_plan(records: IntArray, n: int, priority: IntArray, template_bad: Int
     for i in range(n):
         r = start[i]
         tool[i] = records[r + TOOL]
+        gated[i] = records[r + GATED] == 1
         own = records[r + ERRORS]
         whole = records[r + INTACT] == 1
         k = _slot(seen, records[r + KEY])
@@ -402,7 +436,7 @@ def decode_plan(records: IntArray, n: int, priority: IntArray, template_bad: Int
     succ_ptr, succ_idx = transpose(dep_ptr, dep_idx, n)
     order = topological_order(dep_ptr, succ_ptr, succ_idx)
     return (False, errors, tool, dep_ptr, dep_idx[:deps_n], read_ptr, read_idx[:reads_n],
-            made_ptr, made_idx[:made_n], bad, intact, duplicate, rank, succ_ptr, succ_idx, order)
+            made_ptr, made_idx[:made_n], bad, intact, duplicate, rank, succ_ptr, succ_idx, order, gated)
 
 
 @dataclass(frozen=True, eq=False)
@@ -427,6 +461,8 @@ class PlanArrays:
     succ_idx: IntArray
     order: IntArray
     """The tasks not on or behind a cycle, in Kahn's order (see :func:`decode_plan`)."""
+    gated: BoolArray
+    """The tasks that need an approval upstream (:func:`~evolve.model.validate.approval_rule`)."""
     ranked: int
     """How many distinct ids the priority names (tasks of the plan or not): the place every
     task it does not name shares, as in :func:`evolve.scheduling.base.priority_positions`."""
@@ -442,7 +478,7 @@ def plan_arrays(problem: Problem, plan: Plan) -> PlanArrays | None:
     """
     compiled = compile_plan(problem, plan)
     (repeated, errors, tool, dep_ptr, dep_idx, read_ptr, read_idx, made_ptr, made_idx, bad, intact,
-     duplicate, rank, succ_ptr, succ_idx, order) = decode_plan(
+     duplicate, rank, succ_ptr, succ_idx, order, gated) = decode_plan(
         compiled.records, compiled.count, compiled.priority, compiled.template_bad)
     if repeated:
         return None
@@ -456,5 +492,5 @@ def plan_arrays(problem: Problem, plan: Plan) -> PlanArrays | None:
                       dep_idx=dep_idx, read_ptr=read_ptr, read_idx=read_idx, made_ptr=made_ptr,
                       made_idx=made_idx, bad=bad, intact=intact, duplicate=duplicate,
                       template=compiled.template, rank=rank, succ_ptr=succ_ptr,
-                      succ_idx=succ_idx, order=order,
+                      succ_idx=succ_idx, order=order, gated=gated,
                       ranked=0 if plan.priority is None else len(set(plan.priority)))

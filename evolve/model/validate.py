@@ -15,7 +15,7 @@ from evolve.model.evaluation import holds, inputs_resolver
 from evolve.model.expression import ExpressionError, parse_expression
 from evolve.model.graph import find_cycle, levels, successors, topological_order, upstream
 from evolve.model.plan import REF, Plan, Task, parse_ref, tested_in_text
-from evolve.model.problem import Problem
+from evolve.model.problem import Policy, Problem, Tool
 
 
 @dataclass(frozen=True)
@@ -224,15 +224,35 @@ def check_policy(problem: Problem, plan: Plan, tasks: dict[str, Task]) -> Iterab
     approved = approved_tasks(problem, tasks, deps)
     for task in plan.tasks:
         tool = problem.tools.get(task.tool)
-        if tool is None or tool.risk != "write" or task.id in approved:
+        if tool is None or task.id in approved:
             continue
-        if problem.policy.write_requires_approval:
-            yield PlanError("write-approval", "write task does not depend on an approval task", task.id)
-            continue
-        condition = problem.policy.threshold(tool.name)
-        if condition is not None and threshold_can_hold(condition, task.inputs):
-            yield PlanError("approval-threshold", f"{tool.name} needs an approval where {condition} "
-                            "can hold, and no approval task is upstream", task.id)
+        rule = approval_rule(problem.policy, tool, task.inputs)
+        if rule == "write-approval":
+            yield PlanError(rule, "write task does not depend on an approval task", task.id)
+        elif rule == "approval-threshold":
+            yield PlanError(rule, f"{tool.name} needs an approval where "
+                            f"{problem.policy.threshold(tool.name)} can hold, and no approval task "
+                            "is upstream", task.id)
+
+
+ApprovalRule = Literal["write-approval", "approval-threshold"]
+
+
+def approval_rule(policy: Policy, tool: Tool, inputs: Mapping[str, Any] | None = None
+                  ) -> ApprovalRule | None:
+    """The rule by which a task of ``tool`` bound to ``inputs`` needs an approval upstream
+    (``None``: it needs none). The one gate the validator, the compiled count, the search's
+    repairs and the problem's feasibility check all read, so that what the search calls
+    feasible is what ``evolve validate`` accepts. Without ``inputs`` (the search's tasks bind
+    every input to a reference) a threshold counts wherever it can hold on unknown values."""
+    if tool.risk != "write":
+        return None
+    if policy.write_requires_approval:
+        return "write-approval"
+    condition = policy.threshold(tool.name)
+    if condition is not None and threshold_can_hold(condition, inputs or {}):
+        return "approval-threshold"
+    return None
 
 
 def threshold_can_hold(condition: str, inputs: Mapping[str, Any]) -> bool:
@@ -251,12 +271,17 @@ def written_object(problem: Problem, task: Task) -> str | None:
     tool = problem.tools.get(task.tool)
     if tool is None or tool.risk != "write" or tool.writes is None:
         return None
+    return bound_object(tool.writes, task.inputs)
+
+
+def bound_object(writes: str, inputs: Mapping[str, Any]) -> str:
+    """A ``writes`` template with each ``$input`` replaced by its binding in ``inputs``."""
     def bound(match: re.Match[str]) -> str:
         if match.group(2) is not None:
             return match.group(0)
-        return str(task.inputs.get(match.group(1), match.group(0)))
+        return str(inputs.get(match.group(1), match.group(0)))
 
-    return REF.sub(bound, tool.writes)
+    return REF.sub(bound, writes)
 
 
 def may_collide(a: str, b: str) -> bool:

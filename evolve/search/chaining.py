@@ -14,7 +14,7 @@ import numpy as np
 
 from evolve.model.plan import Plan, Task, next_task_id, task_refs_deps
 from evolve.model.problem import Problem, Tool
-from evolve.model.validate import produced_by
+from evolve.model.validate import approval_rule, bound_object, may_collide, produced_by, written_object
 
 
 class Builder:
@@ -89,12 +89,13 @@ class Builder:
                 return None
             inputs[fact] = ref
         deps = list(task_refs_deps(inputs))
-        if tool.risk == "write" and self.problem.policy.write_requires_approval:
+        if approval_rule(self.problem.policy, tool, inputs) is not None:
             approval = self.approval(stack)
             if approval is None:
                 return None
             if approval not in deps:
                 deps.append(approval)
+        deps += self.earlier_writes(tool, inputs, deps)
         if self.fresh is None:
             self.fresh = next_task_id(Plan(tasks=tuple(self.tasks)))
         tid, self.fresh = self.fresh, f"t{int(self.fresh[1:]) + 1}"
@@ -105,6 +106,17 @@ class Builder:
         self.tasks.append(task)
         self.index(task)
         return tid
+
+    def earlier_writes(self, tool: Tool, inputs: dict[str, str], deps: list[str]) -> list[str]:
+        """The tasks a new write of ``tool`` must follow because they may write what it writes
+        (rule ``write-order``; an excluded task is left out, as a dep on it could close a cycle)."""
+        if tool.risk != "write" or tool.writes is None:
+            return []
+        mine = bound_object(tool.writes, inputs)
+        return [task.id for task in self.tasks
+                if task.id not in self.excluded and task.id not in deps
+                and (other := written_object(self.problem, task)) is not None
+                and may_collide(mine, other)]
 
     def approval(self, stack: frozenset[str]) -> str | None:
         """An approval task to depend on: an existing one, else a new one."""

@@ -21,7 +21,7 @@ from evolve.model.graph import successors, topological_order, upstream
 from evolve.model.patch import renamed
 from evolve.model.plan import Plan, Task, highest_task_number, parse_ref, task_refs_deps
 from evolve.model.problem import Problem
-from evolve.model.validate import produced_by
+from evolve.model.validate import approval_rule, produced_by
 from evolve.search.chaining import Builder, construct
 
 Mutation = Callable[[Problem, Plan, np.random.Generator], "Plan | None"]
@@ -185,7 +185,7 @@ def swap_tool(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | 
                               outputs=tuple(o for o in task.outputs if o in tool.outputs))
                 new = with_data_deps(new, task)
                 if tool.risk == "write":
-                    gated = problem.policy.write_requires_approval
+                    gated = approval_rule(problem.policy, tool, new.inputs) is not None
                     approval = builder.approval(frozenset()) if gated else None
                     if gated and approval is None:
                         continue
@@ -269,10 +269,11 @@ def remove_dep(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan |
 
 def approval_link(problem: Problem, task: Task, dep: Task | None) -> bool:
     """Whether ``dep`` is the approval a write ``task`` needs under the run's policy."""
-    if dep is None or not problem.policy.write_requires_approval:
+    if dep is None:
         return False
     tool, dep_tool = problem.tools.get(task.tool), problem.tools.get(dep.tool)
-    return tool is not None and dep_tool is not None and tool.risk == "write" and dep_tool.risk == "approval"
+    return (tool is not None and dep_tool is not None and dep_tool.risk == "approval"
+            and approval_rule(problem.policy, tool, task.inputs) is not None)
 
 
 def reorder_priority(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | None:

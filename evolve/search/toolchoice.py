@@ -27,6 +27,7 @@ from evolve import defaults
 from evolve.model.compiled import CompiledProblem, compile_problem, csr
 from evolve.model.plan import Plan, Task, parse_ref
 from evolve.model.problem import Problem
+from evolve.model.validate import bound_object, may_collide
 from evolve.search import anneal_kernels
 from evolve.search import toolchoice_kernels as k
 from evolve.search.operators import thread_safe
@@ -49,10 +50,9 @@ def kernel_tables(cp: CompiledProblem) -> tuple[Any, ...]:
     nf, nt = len(cp.facts), len(cp.tools)
     approval = nf
     inputs = [list(cp.inputs(t)) for t in range(nt)]
-    if cp.approval_required:
-        for t in range(nt):
-            if cp.risk[t] == 1:
-                inputs[t].append(approval)
+    for t in range(nt):
+        if cp.gated[t]:
+            inputs[t].append(approval)
     outputs = [list(cp.outputs(t)) for t in range(nt)]
     for t in range(nt):
         if cp.risk[t] == 2:
@@ -98,6 +98,9 @@ class ToolChoice:
     task (its canonical text, its compiled record, its checkpoint encoding) be reused. Shared by
     the development threads, which only ever add equal tasks (the worst race makes a duplicate);
     emptied at :data:`MADE_TASKS` entries, and never pickled."""
+    writes: list[str | None] = field(init=False, repr=False)
+    """Per tool, the object its writes name (``Tool.writes``), ``None`` for a tool that names
+    none: two writes that may meet are ordered (validator rule ``write-order``)."""
     fact_id: dict[str, int] = field(init=False, repr=False)
     tool_id: dict[str, int] = field(init=False, repr=False)
     """The compiled problem's name maps, built once (every child reads its plan through them;
@@ -107,6 +110,7 @@ class ToolChoice:
         self.made = {}
         self.compiled = self.problem.derived(compile_problem)  # the one the fitnesses read too
         self.fact_id, self.tool_id = self.compiled.fact_id, self.compiled.tool_id
+        self.writes = [tool.writes if tool.risk == "write" else None for tool in self.problem.tools.values()]
         self.tables = kernel_tables(self.compiled)
         nt = len(self.compiled.tools)
         self.base = self.greedy("earliest_finish")
@@ -178,8 +182,8 @@ class ToolChoice:
                     makers_f = first_makers.setdefault(f, [])
                     if len(makers_f) < 2:
                         makers_f.append(u)
-            approver = (int(choice[approval]) if cp.approval_required and approval < len(choice)
-                        and any(cp.risk[u] == 1 for u in used) else -1)
+            approver = (int(choice[approval]) if approval < len(choice)
+                        and any(cp.gated[u] for u in used) else -1)
             for t in used:
                 mine = mine_of.get(t, [])
                 if not mine or t == approver or t in read_from:
@@ -255,6 +259,7 @@ class ToolChoice:
         approval_fact = len(cp.facts)
         made = self.made
         tasks = []
+        written: list[tuple[str, str]] = []  # (task, object) of the writes so far
         for pos in range(n):
             t = int(order[pos])
             inputs: dict[str, str] = {}
@@ -263,9 +268,14 @@ class ToolChoice:
                 inputs[fact] = f"${fact}" if cp.initial[f] else f"${ids[task_of[choice[f]]]}.{fact}"
             deps = [ids[int(p)] for p in pred_idx[pred_ptr[pos]:pred_ptr[pos + 1]]]
             write = cp.risk[t] == 1
-            if write and cp.approval_required:
+            if cp.gated[t]:
                 approver = ids[task_of[choice[approval_fact]]]
                 deps = [*(d for d in deps if d != approver), approver] if approver not in deps else deps
+            writes = self.writes[t]
+            if writes is not None:  # rule write-order: after every earlier write of the same object
+                obj = bound_object(writes, inputs)
+                deps += [tid for tid, other in written if may_collide(obj, other)]
+                written.append((ids[pos], obj))
             unique = tuple(dict.fromkeys(deps))
             key = (pos, t, unique, *inputs.values())
             task = made.get(key)
