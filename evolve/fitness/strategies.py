@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from evolve.model.files import problem_from_dict
 from evolve.model.plan import REF, Plan, Task, parse_ref, task_refs_deps
 from evolve.model.problem import RISKS, Problem
+from evolve.model.validate import approval_rule, bound_object, may_collide, written_object
 
 SCOPES = ("alpha", "beta", "gamma")
 RESOURCES = ("gpu", "llm_api")
@@ -61,6 +62,14 @@ def problem_dicts(draw: st.DrawFn, *, max_facts: int = 8, max_tools: int = 8,
             tool["uses"] = {name: draw(st.integers(0, cap)) for name, cap in resources.items()
                             if draw(st.booleans())}
         tools[f"tool_{i}"] = tool
+    writers = [name for name, tool in tools.items() if tool["risk"] == "write"]
+    for name in writers:  # what a write writes: often the same object, so write-order matters
+        if draw(st.booleans()):
+            tools[name]["writes"] = draw(st.sampled_from(
+                ["row:1", "row:2", *(f"row:${fact}" for fact in tools[name]["inputs"])]))
+    thresholds = {name: draw(st.sampled_from(["true", "false", *(f"${fact} > 1" for fact in
+                                                               tools[name]["inputs"])]))
+                  for name in writers if draw(st.booleans())}
     reachable = reachable_facts(initial, tools, scopes)
     goals = [f for f in facts if f in reachable and f not in initial] or facts
     data: dict[str, Any] = {
@@ -68,7 +77,7 @@ def problem_dicts(draw: st.DrawFn, *, max_facts: int = 8, max_tools: int = 8,
         "initial": initial,
         "criteria": draw(st.lists(st.sampled_from(goals), min_size=1, max_size=3, unique=True)),
         "tools": tools,
-        "policy": {"write_requires_approval": draw(st.booleans())},
+        "policy": {"write_requires_approval": draw(st.booleans()), "approval_required": thresholds},
         "limits": {"max_tasks": draw(st.none() | st.integers(4, 12))},
     }
     if scopes is not None:
@@ -111,7 +120,9 @@ def valid_plans(draw: st.DrawFn, problem: Problem, *, max_tasks: int = 8,
 
     Each task runs a granted tool whose inputs are available, binds every input
     to the initial fact or to an earlier task's output, depends on the tasks it
-    reads, and (under ``write_requires_approval``) on an approval for a write.
+    reads, on an approval for a write the policy gates (``write_requires_approval``, an
+    ``approval_required`` threshold that can hold) and on every earlier write of an object it
+    may write too (rule ``write-order``).
     ``extra_deps`` adds dependencies that carry nothing, which are legal.
     Template problems start from the template's tasks.
     """
@@ -122,12 +133,11 @@ def valid_plans(draw: st.DrawFn, problem: Problem, *, max_tasks: int = 8,
     approvals: list[str] = []
     for task in tasks:
         record(problem, task, sources, approvals)
-    gated = problem.policy.write_requires_approval
     usable = [t for t in problem.tools.values() if problem.scope_granted(t.scope)]
     used = {t.id for t in tasks}
     for _ in range(draw(st.integers(0, max(0, limit - len(tasks))))):
         ready = [t for t in usable if all(f in sources for f in t.inputs)
-                 and not (gated and t.risk == "write" and not approvals)]
+                 and not (approval_rule(problem.policy, t) is not None and not approvals)]
         if not ready:
             break
         tool = draw(st.sampled_from(ready))
@@ -138,8 +148,12 @@ def valid_plans(draw: st.DrawFn, problem: Problem, *, max_tasks: int = 8,
         if readable:
             when = draw(st.none() | st.sampled_from(readable).map(lambda ref: f"{ref} > 0"))
         deps = list(task_refs_deps(inputs, when))
-        if gated and tool.risk == "write":
+        if approval_rule(problem.policy, tool, inputs) is not None:
             deps.append(draw(st.sampled_from(approvals)))
+        if tool.risk == "write" and tool.writes is not None:
+            mine = bound_object(tool.writes, inputs)
+            deps += [t.id for t in tasks
+                     if (other := written_object(problem, t)) is not None and may_collide(mine, other)]
         if extra_deps and tasks:
             deps += draw(st.lists(st.sampled_from([t.id for t in tasks]), max_size=2))
         outputs = draw(st.just(()) | st.lists(st.sampled_from(tool.outputs), min_size=1, unique=True))

@@ -28,6 +28,7 @@ import numpy as np
 import yaml
 
 from evolve import defaults
+from evolve.model import feasibility
 from evolve.model.errors import UsageError, printable
 from evolve.model.files import problem_from_dict, write_text_file
 from evolve.model.problem import Problem
@@ -248,21 +249,9 @@ class _Generator:
 
 
 def reachable_facts(problem: Problem) -> set[str]:
-    """Facts some chain of granted tools can make from the initial facts (write tools count
-    only when an approval tool is reachable too, if the policy asks for one)."""
-    known = set(problem.initial)
-    granted = [t for t in problem.tools.values() if problem.scope_granted(t.scope)]
-    changed = True
-    while changed:
-        changed = False
-        approval = any(t.risk == "approval" and set(t.inputs) <= known for t in granted)
-        for tool in granted:
-            if tool.risk == "write" and problem.policy.write_requires_approval and not approval:
-                continue
-            if set(tool.inputs) <= known and not set(tool.outputs) <= known:
-                known |= set(tool.outputs)
-                changed = True
-    return known
+    """Facts some chain of granted tools can make from the initial facts (a write the policy
+    gates counts only when an approval tool is reachable too): the model's own fixed point."""
+    return feasibility.reachable_facts(problem)[0]
 
 
 def save_document(doc: dict[str, Any], path: str | Path) -> None:
