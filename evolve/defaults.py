@@ -174,12 +174,12 @@ EXPRESSION_MAX_DEPTH = 32
 """The deepest nesting (parentheses, lists, calls, ``not``, ``-``) a condition may have."""
 
 # -- what a task does when its call fails (the plan keys on_failure and retries) -----------------
-ON_FAILURE: str = "fail_plan"
-"""A task's ``on_failure`` when the plan names none: a failure ends the run."""
-ON_FAILURE_POLICIES: tuple[str, ...] = ("retry", "fail_plan", "skip_dependents", "replan")
-"""The values ``on_failure`` may take."""
+ON_FAILURE: Final = "fail_plan"
+"""A task's ``on_failure`` when neither the plan nor its tool's catalog entry names one: a failure
+ends the run (the values: :data:`evolve.model.plan.FailurePolicy`)."""
 RETRIES = 0
-"""A task's ``retries`` when the plan names none: further attempts after the first."""
+"""A task's ``retries`` when neither the plan nor its tool's catalog entry names them: further
+attempts after the first."""
 
 # -- running a plan (evolve execute; see evolve.execute) ---------------------------------------
 EXECUTE_MAX_STEPS = 12

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
-from evolve.model.plan import Plan
+from evolve.model.plan import FailurePolicy, Plan
 
 TaskStatus = Literal[
     "pending", "dispatched", "done", "failed", "skipped", "unknown", "invalidated", "waiting"
@@ -41,7 +41,7 @@ approval refused at dispatch because its action was rejected before (``refused``
 AskKind = Literal["approval", "answer"]
 """What a person is asked: to approve or reject an action, or to give a task's outputs."""
 Verdict = Literal["approved", "rejected", "answered"]
-Next = Literal["retry", "fail_plan", "skip_dependents", "replan"]
+Next = FailurePolicy
 """What follows a failed step (a ``step.error``'s ``next``)."""
 
 TASK_STATUSES: Final[tuple[TaskStatus, ...]] = get_args(TaskStatus)

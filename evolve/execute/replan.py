@@ -465,6 +465,7 @@ def translate(
             used_keys.add(wkey)
         moved = renamed(task, mapping)  # its when and assumes may read tasks proposed before it
         added.append(replace(moved, id=new_id, deps=tuple(deps), inputs=inputs, idempotency_key=wkey))
+    added = list(situation.problem.with_catalog_failure(Plan(tasks=tuple(added))).tasks)
     invalidate = tuple(t.id for t in pending if t.id not in reused)
     gone = set(invalidate)
     updated: list[Task] = []

@@ -32,7 +32,7 @@ class RetryPolicy:
     def of(cls, task: Task, options: ExecuteOptions) -> RetryPolicy:
         """The policy of ``task`` under the run's options."""
         return cls(
-            retries=task.retries,
+            retries=task.retry_count(),
             initial=options.backoff,
             cap=options.backoff_cap,
             window=options.retry_window,

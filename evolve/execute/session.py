@@ -119,6 +119,7 @@ def start_run(
     before the run, ``decisions``' (``decide``) and ``model_calls`` (by purpose: the agent's
     first plan, ``plan``), are journaled with its first revision and count against its
     ``limits.max_llm_calls``."""
+    plan = problem.with_catalog_failure(plan)
     errors = validate(problem, plan, facts)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""

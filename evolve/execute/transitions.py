@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, get_args
+from typing import Any
 
 from evolve.execute.events import Events
 from evolve.execute.outcome import Stop
@@ -48,15 +48,11 @@ class Change:
 
 
 NOTHING = Change((), ())
-ON_FAILURE: Final[tuple[Next, ...]] = get_args(Next)
 
 
 def task_policy(task: Task) -> Next:
-    """The task's ``on_failure`` as the readiness table reads it (unknown: ``fail_plan``)."""
-    for known in ON_FAILURE:
-        if task.on_failure == known:
-            return known
-    return "fail_plan"
+    """The task's ``on_failure`` as the readiness table reads it (see :meth:`Task.failure_policy`)."""
+    return task.failure_policy()
 
 
 def succeeded(

@@ -19,7 +19,6 @@ from typing import Any, TypeVar, cast
 
 import yaml
 
-from evolve.defaults import ON_FAILURE, ON_FAILURE_POLICIES, RETRIES
 from evolve.model.errors import InputError
 from evolve.model.expression import ExpressionError, parse_expression
 from evolve.model.limits import (
@@ -35,7 +34,7 @@ from evolve.model.limits import (
     name_problem,
     tree_problem,
 )
-from evolve.model.plan import Plan, Task
+from evolve.model.plan import FAILURE_POLICIES, FailurePolicy, Plan, Task
 from evolve.model.problem import BY, RISKS, By, Limits, Policy, Problem, Risk, Tool
 from evolve.model.validate import validate
 
@@ -47,7 +46,7 @@ PROBLEM_KEYS = (
 )
 TOOL_KEYS = (
     "scope", "duration", "inputs", "outputs", "risk", "cost", "uses", "llm_calls", "description", "by",
-    "writes", "arguments",
+    "writes", "arguments", "on_failure", "retries",
 )
 TASK_KEYS = (
     "id", "tool", "deps", "inputs", "outputs", "when", "idempotency_key", "name",
@@ -184,6 +183,13 @@ class Reader:
         if not isinstance(value, str) or value not in allowed:
             raise self.fail(path, f"expected one of {', '.join(allowed)}, got {describe(value)}")
         return value
+
+    def failure_policy(self, value: object, path: str) -> FailurePolicy:
+        """An ``on_failure`` (a task's or a tool's): one of :data:`FAILURE_POLICIES`."""
+        for known in FAILURE_POLICIES:
+            if value == known:
+                return known
+        raise self.fail(path, f"expected one of {', '.join(FAILURE_POLICIES)}, got {describe(value)}")
 
     def positive(self, value: object, path: str) -> float:
         """A finite number > 0 (a timeout)."""
@@ -451,6 +457,8 @@ def read_tool(r: Reader, name: str, spec: object) -> Tool:
         description=r.optional(doc, "description", path, r.text, ""),
         by=r.optional(doc, "by", path, by, "tool"),
         writes=r.optional(doc, "writes", path, r.text, None),
+        on_failure=r.optional(doc, "on_failure", path, r.failure_policy, None),
+        retries=r.optional(doc, "retries", path, lambda v, p: r.integer(v, p, 0), None),
     )
 
 
@@ -546,9 +554,8 @@ def read_task(r: Reader, data: object, path: str) -> Task:
         idempotency_key=r.optional(doc, "idempotency_key", path, r.string, None),
         name=r.optional(doc, "name", path, r.string, None),
         assumes=r.optional(doc, "assumes", path, r.texts, ()),
-        on_failure=r.optional(doc, "on_failure", path,
-                              lambda v, p: r.choice(v, p, ON_FAILURE_POLICIES), ON_FAILURE),
-        retries=r.optional(doc, "retries", path, lambda v, p: r.integer(v, p, 0), RETRIES),
+        on_failure=r.optional(doc, "on_failure", path, r.failure_policy, None),
+        retries=r.optional(doc, "retries", path, lambda v, p: r.integer(v, p, 0), None),
         timeout=r.optional(doc, "timeout", path, r.positive, None),
         evidence=r.optional(doc, "evidence", path, r.texts, ()),
         proof=r.optional(doc, "proof", path, r.texts, ()),
@@ -566,9 +573,9 @@ def problem_to_dict(problem: Problem) -> dict[str, Any]:
             "risk": tool.risk if tool.risk != "read" else None, "cost": tool.cost or None,
             "uses": dict(tool.uses), "llm_calls": tool.llm_calls or None,
             "description": tool.description or None, "by": tool.by if tool.by != "tool" else None,
-            "writes": tool.writes,
+            "writes": tool.writes, "on_failure": tool.on_failure, "retries": tool.retries,
         }
-        spec.update({k: v for k, v in optional.items() if v})
+        spec.update({k: v for k, v in optional.items() if v or (k == "retries" and v == 0)})
         tools[tool.name] = spec
     doc: dict[str, Any] = {"name": problem.name}
     if problem.objective:

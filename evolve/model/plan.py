@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
 from evolve.defaults import ON_FAILURE, RETRIES
 
@@ -88,6 +88,15 @@ outside the fields, left out of pickles and checkpoints. A child shares most of 
 with its parents, so hashing it writes only the tasks that are new."""
 
 
+FailurePolicy = Literal["retry", "fail_plan", "skip_dependents", "replan"]
+"""What a failed call leads to, the values of ``on_failure`` (a plan's task, a catalog's tool):
+``retry`` (its retries, then as ``fail_plan``), ``fail_plan`` (the run ends), ``skip_dependents``
+(the tasks downstream are skipped), ``replan`` (a new plan for the rest). Declared once: the
+loader, the executor and the docs read it."""
+
+FAILURE_POLICIES: tuple[FailurePolicy, ...] = get_args(FailurePolicy)
+
+
 @dataclass(frozen=True)
 class Task:
     """One node of the graph: a tool call with its bound inputs and dependencies."""
@@ -109,10 +118,12 @@ class Task:
     assumes: tuple[str, ...] = ()
     """Conditions the task's plan rests on, checked once their references are known: a false
     one means the plan is wrong and the runtime replans."""
-    on_failure: str = ON_FAILURE
-    """``retry`` | ``fail_plan`` | ``skip_dependents`` | ``replan``: what a failed call leads to."""
-    retries: int = RETRIES
-    """Further attempts after a failed first call (with backoff)."""
+    on_failure: FailurePolicy | None = None
+    """What a failed call leads to (:data:`FailurePolicy`); ``None``: its tool's catalog
+    ``on_failure``, else :data:`evolve.defaults.ON_FAILURE` (see :meth:`failure_policy`)."""
+    retries: int | None = None
+    """Further attempts after a failed first call (with backoff); ``None``: its tool's catalog
+    ``retries``, else :data:`evolve.defaults.RETRIES` (see :meth:`retry_count`)."""
     timeout: float | None = None
     """Seconds a call may take before it counts as a timeout failure (``None``: no deadline)."""
     evidence: tuple[str, ...] = ()
@@ -135,6 +146,15 @@ class Task:
             if key in state and state[key] == default:
                 del state[key]
         return state
+
+    def failure_policy(self) -> FailurePolicy:
+        """The task's ``on_failure``, the default where neither it nor its catalog entry names
+        one (:func:`with_catalog_failure` fills the catalog's in)."""
+        return self.on_failure if self.on_failure is not None else ON_FAILURE
+
+    def retry_count(self) -> int:
+        """The task's ``retries``, the default where neither it nor its catalog entry names them."""
+        return self.retries if self.retries is not None else RETRIES
 
     def refs(self) -> list[Ref]:
         """Every reference this task reads, from its inputs, its ``when`` and its ``assumes``."""
@@ -162,7 +182,7 @@ class Task:
 
 
 RUNTIME_DEFAULTS: dict[str, Any] = {
-    "assumes": (), "on_failure": ON_FAILURE, "retries": RETRIES, "timeout": None,
+    "assumes": (), "on_failure": None, "retries": None, "timeout": None,
     "evidence": (), "proof": (),
 }
 """The runtime keys of a task and their defaults, in the order ``to_dict`` writes them; a key

@@ -310,12 +310,12 @@ def _slot(keys: IntArray, key: int) -> int:
 def decode_plan(records: IntArray, n: int, priority: IntArray, template_bad: IntArray
                 ) -> tuple[bool, int, IntArray, IntArray, IntArray, IntArray, IntArray, IntArray,
                            IntArray, BoolArray, BoolArray, BoolArray, IntArray, IntArray, IntArray,
-                           IntArray]:
+                           IntArray, BoolArray]:
     """The plan's arrays from its records, tasks numbered by position:
     ``(repeated, errors, tool, dep_ptr, dep_idx, read_ptr, read_idx, made_ptr, made_idx, bad,
-    intact, duplicate, rank, succ_ptr, succ_idx, order)``: the last three are the successors in
-    plan order (repeats kept) and Kahn's order, FIFO and stable in plan order, with the tasks on
-    or behind a cycle left out, exactly :func:`evolve.model.graph.topological_order`, computed
+    intact, duplicate, rank, succ_ptr, succ_idx, order, gated)``: ``succ_ptr, succ_idx, order``
+    are the successors in plan order (repeats kept) and Kahn's order, FIFO and stable in plan
+    order, with the tasks on or behind a cycle left out, exactly :func:`evolve.model.graph.topological_order`, computed
     once per plan, here, for every kernel that walks the graph in order (the compiled figures
     and the compiled makespan).
 

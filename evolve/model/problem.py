@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from evolve.model.plan import FailurePolicy
 
 if TYPE_CHECKING:
     from evolve.model.plan import Plan
@@ -58,6 +60,12 @@ class Tool:
     llm_calls: int = 0
     description: str = ""
     by: By = "tool"
+    on_failure: FailurePolicy | None = None
+    """What a failed call of a task of this tool leads to, unless the task says
+    (``None``: :data:`evolve.defaults.ON_FAILURE`); the search copies it into its plans."""
+    retries: int | None = None
+    """Further attempts after a failed first call, unless the task says (``None``:
+    :data:`evolve.defaults.RETRIES`); the search copies it into its plans."""
     writes: str | None = None
     """The object a write tool writes, a template over its inputs (``"order:$order_id"``): two
     tasks that may write the same object must be ordered by an edge (validator rule
@@ -135,6 +143,19 @@ class Problem:
 
     def __hash__(self) -> int:
         return hash((self.name, tuple(self.tools), self.initial, self.criteria))
+
+    def with_catalog_failure(self, plan: Plan) -> Plan:
+        """``plan`` with each task's unset ``on_failure`` and ``retries`` taken from its tool's
+        catalog entry (what the executor runs: the catalog's are defaults, a task's own win)."""
+        tasks = []
+        for task in plan.tasks:
+            tool = self.tools.get(task.tool)
+            if tool is not None and ((task.on_failure is None and tool.on_failure is not None)
+                                     or (task.retries is None and tool.retries is not None)):
+                task = replace(task, on_failure=task.on_failure or tool.on_failure,
+                               retries=tool.retries if task.retries is None else task.retries)
+            tasks.append(task)
+        return plan.with_tasks(tasks)
 
     def scope_granted(self, scope: str | None) -> bool:
         """A tool without a scope needs no grant; ``scopes: None`` grants everything."""

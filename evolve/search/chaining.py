@@ -102,6 +102,7 @@ class Builder:
         task = Task(
             id=tid, tool=tool.name, deps=tuple(deps), inputs=inputs,
             idempotency_key=f"{tool.name}:{tid}" if tool.risk == "write" else None,
+            on_failure=tool.on_failure, retries=tool.retries,
         )
         self.tasks.append(task)
         self.index(task)

@@ -184,6 +184,8 @@ def swap_tool(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | 
                 new = replace(task, tool=tool.name, inputs={**extra, **inputs},
                               outputs=tuple(o for o in task.outputs if o in tool.outputs))
                 new = with_data_deps(new, task)
+                if (task.on_failure, task.retries) == (current.on_failure, current.retries):
+                    new = replace(new, on_failure=tool.on_failure, retries=tool.retries)  # the catalog's
                 if tool.risk == "write":
                     gated = approval_rule(problem.policy, tool, new.inputs) is not None
                     approval = builder.approval(frozenset()) if gated else None

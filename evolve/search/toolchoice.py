@@ -281,8 +281,10 @@ class ToolChoice:
             task = made.get(key)
             if task is None:
                 name = cp.tools[t]
+                spec = self.problem.tools[name]
                 task = Task(id=ids[pos], tool=name, deps=unique, inputs=inputs,
-                            idempotency_key=f"{name}:{ids[pos]}" if write else None)
+                            idempotency_key=f"{name}:{ids[pos]}" if write else None,
+                            on_failure=spec.on_failure, retries=spec.retries)
                 if len(made) >= MADE_TASKS:
                     made.clear()
                 made[key] = task
