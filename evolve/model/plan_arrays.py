@@ -315,8 +315,8 @@ def decode_plan(records: IntArray, n: int, priority: IntArray, template_bad: Int
     ``(repeated, errors, tool, dep_ptr, dep_idx, read_ptr, read_idx, made_ptr, made_idx, bad,
     intact, duplicate, rank, succ_ptr, succ_idx, order, gated)``: ``succ_ptr, succ_idx, order``
     are the successors in plan order (repeats kept) and Kahn's order, FIFO and stable in plan
-    order, with the tasks on or behind a cycle left out, exactly :func:`evolve.model.graph.topological_order`, computed
-    once per plan, here, for every kernel that walks the graph in order (the compiled figures
+    order, with the tasks on or behind a cycle left out, exactly
+    :func:`evolve.model.graph.topological_order`, computed once per plan, here, for every kernel that walks the graph in order (the compiled figures
     and the compiled makespan).
 
     ``repeated`` is true when two tasks share an id (then nothing else is
