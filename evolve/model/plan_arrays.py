@@ -316,8 +316,8 @@ def decode_plan(records: IntArray, n: int, priority: IntArray, template_bad: Int
     intact, duplicate, rank, succ_ptr, succ_idx, order, gated)``: ``succ_ptr, succ_idx, order``
     are the successors in plan order (repeats kept) and Kahn's order, FIFO and stable in plan
     order, with the tasks on or behind a cycle left out, exactly
-    :func:`evolve.model.graph.topological_order`, computed once per plan, here, for every kernel that walks the graph in order (the compiled figures
-    and the compiled makespan).
+    :func:`evolve.model.graph.topological_order`, computed once per plan, here, for every kernel
+    that walks the graph in order (the compiled figures and the compiled makespan).
 
     ``repeated`` is true when two tasks share an id (then nothing else is
     meaningful). ``deps`` holds each task's dependencies that exist and are not
