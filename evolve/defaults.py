@@ -178,6 +178,14 @@ ON_FAILURE: Final = "fail_plan"
 """A task's ``on_failure`` when neither the plan nor its tool's catalog entry names one: a failure
 ends the run (the values: :data:`evolve.model.plan.FailurePolicy`)."""
 RETRIES = 0
+
+# -- a write's idempotency key (see evolve.model.keys) --------------------------------------------
+IDEMPOTENCY_KEY = "{request_id}:{tool}:{inputs}"
+"""The key template the search gives a write whose tool's catalog entry names none: the run's
+request id, the tool and a digest of the task's bound inputs, resolved at dispatch. Two runs
+(two requests) never share a key; a replanned write of the same inputs keeps its key."""
+KEY_DIGEST_LENGTH = 12
+"""Hex digits of the digest of a write's bound inputs (``{inputs}`` in a key template)."""
 """A task's ``retries`` when neither the plan nor its tool's catalog entry names them: further
 attempts after the first."""
 

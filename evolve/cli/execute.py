@@ -173,6 +173,14 @@ def progress(as_json: bool) -> Any:
     "and a step). Default: the whole plan is committed.",
 )
 @click.option(
+    "--request-id",
+    default=None,
+    metavar="ID",
+    help="The request this run serves (an alert, a ticket): part of every write's idempotency "
+    "key ({request_id}), so two runs of one plan never share a key. Default: the run's own id, "
+    "kept on --resume.",
+)
+@click.option(
     "--resume",
     "resume_dir",
     type=click.Path(file_okay=False),
@@ -276,6 +284,7 @@ def execute(
     max_steps: int,
     max_replans: int,
     horizon: int | None,
+    request_id: str | None,
     resume_dir: str | None,
     simulate: bool,
     fail_items: tuple[str, ...],
@@ -318,6 +327,10 @@ def execute(
                     "journal: give no PLAN_FILE, --simulate, --fail, --fact or --input (--problem "
                     "gives the scopes only)"
                 )
+            if request_id is not None:
+                raise click.UsageError(
+                    "--resume DIR keeps the run's own request id (from its journal): give no --request-id"
+                )
             if horizon is not None:
                 raise click.UsageError(
                     "--resume DIR keeps the run's own --horizon (from its journal): give no --horizon"
@@ -346,6 +359,7 @@ def execute(
                 max_steps=max_steps,
                 max_replans=max_replans,
                 horizon=horizon,
+                request_id=request_id,
                 seed=seed,
                 timeout=timeout,
                 journal_sync=journal_sync,

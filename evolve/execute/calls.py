@@ -5,6 +5,8 @@ approval the gate of :mod:`evolve.execute.approvals` stops is not dispatched."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from evolve.execute.approvals import gate
 from evolve.execute.context import RunContext, bind
@@ -16,6 +18,7 @@ from evolve.execute.readiness_pass import readiness_pass
 from evolve.execute.records import Dispatched, ModelCalls, Record
 from evolve.execute.tools import Call, asks_model
 from evolve.execute.transitions import Change
+from evolve.model.keys import resolve_key
 from evolve.model.plan import Task
 from evolve.scheduling.base import demand_vector
 
@@ -67,6 +70,7 @@ def dispatch(ctx: RunContext, batch: list[Task]) -> None:
             ctx.halt(spent)
             ctx.queue.release(task.id)
             continue
+        key = write_key_of(ctx, task, inputs)
         instead = gate(ctx, task)
         if instead is not None:
             ctx.queue.release(task.id)
@@ -79,13 +83,13 @@ def dispatch(ctx: RunContext, batch: list[Task]) -> None:
                 task,
                 risk=tool.risk,
                 attempt=attempt,
-                idempotency_key=task.idempotency_key,
+                idempotency_key=key,
                 revision=ctx.state.revision,
             )
         )
         records.append(
             Dispatched(
-                call_id, task.id, attempt, task.tool, tool.risk, task.idempotency_key, dumps(inputs), now
+                call_id, task.id, attempt, task.tool, tool.risk, key, dumps(inputs), now
             )
         )
         if asker is not None and asks:
@@ -95,7 +99,7 @@ def dispatch(ctx: RunContext, batch: list[Task]) -> None:
         call = Call(
             task_id=task.id,
             attempt=attempt,
-            idempotency_key=task.idempotency_key,
+            idempotency_key=key,
             deadline=ctx.clock.wall_deadline(now + timeout),
             tool=task.tool,
         )
@@ -119,3 +123,12 @@ def dispatch(ctx: RunContext, batch: list[Task]) -> None:
     for job in jobs:
         ctx.hook("dispatched", job.task_id)
         ctx.dispatcher.submit(job)
+
+
+def write_key_of(ctx: RunContext, task: Task, inputs: Mapping[str, Any]) -> str | None:
+    """The idempotency key of this call: the task's template resolved on its bound inputs and
+    the run's request id (:func:`evolve.model.keys.resolve_key`)."""
+    if task.idempotency_key is None:
+        return None
+    return resolve_key(task.idempotency_key, request_id=ctx.options.request_id or "",
+                       tool=task.tool, inputs=inputs)

@@ -27,6 +27,10 @@ class ExecuteOptions:
     deadline_includes_waiting: bool = defaults.EXECUTE_DEADLINE_INCLUDES_WAITING
     """Whether the time people took to decide counts against ``limits.deadline_s`` (by default
     it does not: the deadline is the run's own working time)."""
+    request_id: str | None = None
+    """The request this run serves, in every write's idempotency key (``{request_id}``, see
+    :mod:`evolve.model.keys`): ``--request-id``; ``None``: a new run gets an id of its own
+    (:func:`evolve.execute.session.start_run`), kept in the journal, so a resume keeps it."""
     horizon: int | None = defaults.EXECUTE_HORIZON
     """A rolling horizon: only the next ``horizon`` tasks of the plan are committed at a time;
     when they are over, the rest is planned again from what they made (``None``: the whole plan
@@ -47,9 +51,10 @@ class ExecuteOptions:
             raise ValueError(f"horizon must be >= 1, got {self.horizon}")
 
     def to_dict(self) -> dict[str, Any]:
-        """The options as the journal keeps them; ``horizon`` only when one is set, so a run
-        without one journals exactly what it did before the option existed."""
+        """The options as the journal keeps them; ``horizon`` and ``request_id`` only when set,
+        so a run without them journals exactly what it did before the options existed."""
         options = asdict(self)
-        if self.horizon is None:
-            del options["horizon"]
+        for key in ("horizon", "request_id"):
+            if options[key] is None:
+                del options[key]
         return options

@@ -45,7 +45,7 @@ def recover(ctx: RunContext) -> None:
         started = call.started if call.started is not None else ctx.clock.now()
         change: Change | None = None
         if call.risk == "write":
-            settled = reconcile(ctx, task, call.call_id, started)
+            settled = reconcile(ctx, task, call.call_id, started, call.idempotency_key)
             if isinstance(settled, Change):
                 change = settled
             elif settled == "cannot_tell":

@@ -27,6 +27,7 @@ from evolve.fitness.registry import resolve_all
 from evolve.model.evaluation import Resolver, holds
 from evolve.model.expression import ExpressionError, parse_expression
 from evolve.model.graph import topological_order
+from evolve.model.keys import is_template
 from evolve.model.patch import renamed
 from evolve.model.plan import Plan, Task, parse_ref
 from evolve.model.problem import Limits, Problem
@@ -459,7 +460,7 @@ def translate(
         new_id = next(ids)
         mapping[pid] = new_id
         wkey: str | None = task.idempotency_key
-        if wkey is not None and wkey in used_keys:
+        if wkey is not None and wkey in used_keys and not is_template(wkey):  # a template names its action
             wkey = f"{wkey}@r{revision}"
         if wkey is not None:
             used_keys.add(wkey)

@@ -84,7 +84,7 @@ def failure(ctx: RunContext, task: Task, result: Result, kind: ErrorKind, error:
     job = result.job
     risk = ctx.problem.tools[task.tool].risk
     if kind == "timeout" and risk == "write":
-        settled = reconcile(ctx, task, job.call_id, job.started)
+        settled = reconcile(ctx, task, job.call_id, job.started, job.call.idempotency_key)
         if isinstance(settled, Change):
             return settled
         if settled == "cannot_tell":
@@ -129,13 +129,14 @@ def checked_outputs(
         return None, f"returned outputs that are not JSON data ({exc})"
 
 
-def reconcile(ctx: RunContext, task: Task, call_id: int, started: float) -> Reconciled:
-    """Ask a write's tool whether the call was made (see :data:`Reconciled`)."""
+def reconcile(ctx: RunContext, task: Task, call_id: int, started: float, key: str | None) -> Reconciled:
+    """Ask a write's tool whether the call was made under ``key``, the idempotency key it was
+    dispatched with (see :data:`Reconciled`)."""
     rec = reconciler(ctx.tools.get(task.tool))
-    if rec is None or task.idempotency_key is None:
+    if rec is None or key is None:
         return "cannot_tell"
     try:
-        found = rec(task.idempotency_key)
+        found = rec(key)
     except Exception:
         return "cannot_tell"
     if found is None:

@@ -9,6 +9,7 @@ so ``--resume DIR`` needs nothing else.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -134,6 +135,8 @@ def start_run(
             f"({', '.join(problem.initial) or 'none'})"
         )
     options = options or ExecuteOptions()
+    if options.request_id is None:  # the run's own id: kept in the journal, so a resume keeps it
+        options = replace(options, request_id=f"run-{uuid.uuid4().hex[:12]}")
     filling = filling_for(problem, out_dir, arg_filler, None)
     if tools is None:
         tools = tool_table(problem, plan, tools_spec, simulate, rates, options.seed, filling)

@@ -46,7 +46,7 @@ PROBLEM_KEYS = (
 )
 TOOL_KEYS = (
     "scope", "duration", "inputs", "outputs", "risk", "cost", "uses", "llm_calls", "description", "by",
-    "writes", "arguments", "on_failure", "retries",
+    "writes", "arguments", "on_failure", "retries", "idempotency",
 )
 TASK_KEYS = (
     "id", "tool", "deps", "inputs", "outputs", "when", "idempotency_key", "name",
@@ -459,6 +459,7 @@ def read_tool(r: Reader, name: str, spec: object) -> Tool:
         writes=r.optional(doc, "writes", path, r.text, None),
         on_failure=r.optional(doc, "on_failure", path, r.failure_policy, None),
         retries=r.optional(doc, "retries", path, lambda v, p: r.integer(v, p, 0), None),
+        idempotency=r.optional(doc, "idempotency", path, r.text, None),
     )
 
 
@@ -574,6 +575,7 @@ def problem_to_dict(problem: Problem) -> dict[str, Any]:
             "uses": dict(tool.uses), "llm_calls": tool.llm_calls or None,
             "description": tool.description or None, "by": tool.by if tool.by != "tool" else None,
             "writes": tool.writes, "on_failure": tool.on_failure, "retries": tool.retries,
+            "idempotency": tool.idempotency,
         }
         spec.update({k: v for k, v in optional.items() if v or (k == "retries" and v == 0)})
         tools[tool.name] = spec

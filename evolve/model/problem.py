@@ -66,6 +66,9 @@ class Tool:
     retries: int | None = None
     """Further attempts after a failed first call, unless the task says (``None``:
     :data:`evolve.defaults.RETRIES`); the search copies it into its plans."""
+    idempotency: str | None = None
+    """The idempotency key template of this tool's writes (a business key such as
+    ``refund:{order_id}``, see :mod:`evolve.model.keys`); ``None``: the default template."""
     writes: str | None = None
     """The object a write tool writes, a template over its inputs (``"order:$order_id"``): two
     tasks that may write the same object must be ordered by an edge (validator rule

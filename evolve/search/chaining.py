@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from evolve.model.keys import write_key
 from evolve.model.plan import Plan, Task, next_task_id, task_refs_deps
 from evolve.model.problem import Problem, Tool
 from evolve.model.validate import approval_rule, bound_object, may_collide, produced_by, written_object
@@ -101,7 +102,7 @@ class Builder:
         tid, self.fresh = self.fresh, f"t{int(self.fresh[1:]) + 1}"
         task = Task(
             id=tid, tool=tool.name, deps=tuple(deps), inputs=inputs,
-            idempotency_key=f"{tool.name}:{tid}" if tool.risk == "write" else None,
+            idempotency_key=write_key(tool) if tool.risk == "write" else None,
             on_failure=tool.on_failure, retries=tool.retries,
         )
         self.tasks.append(task)

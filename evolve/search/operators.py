@@ -18,6 +18,7 @@ import numpy as np
 from evolve import defaults
 from evolve.model.coverage import contributing_tasks, data_sources, duplicates
 from evolve.model.graph import successors, topological_order, upstream
+from evolve.model.keys import write_key
 from evolve.model.patch import renamed
 from evolve.model.plan import Plan, Task, highest_task_number, parse_ref, task_refs_deps
 from evolve.model.problem import Problem
@@ -191,7 +192,7 @@ def swap_tool(problem: Problem, plan: Plan, rng: np.random.Generator) -> Plan | 
                     approval = builder.approval(frozenset()) if gated else None
                     if gated and approval is None:
                         continue
-                    new = replace(new, idempotency_key=new.idempotency_key or f"{tool.name}:{task.id}",
+                    new = replace(new, idempotency_key=new.idempotency_key or write_key(tool),
                                   deps=tuple(dict.fromkeys([*new.deps, *([approval] if approval else [])])))
                 builder.tasks[builder.tasks.index(task)] = new
                 return builder.plan()

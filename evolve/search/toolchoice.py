@@ -25,6 +25,7 @@ import numpy as np
 
 from evolve import defaults
 from evolve.model.compiled import CompiledProblem, compile_problem, csr
+from evolve.model.keys import write_key
 from evolve.model.plan import Plan, Task, parse_ref
 from evolve.model.problem import Problem
 from evolve.model.validate import bound_object, may_collide
@@ -283,7 +284,7 @@ class ToolChoice:
                 name = cp.tools[t]
                 spec = self.problem.tools[name]
                 task = Task(id=ids[pos], tool=name, deps=unique, inputs=inputs,
-                            idempotency_key=f"{name}:{ids[pos]}" if write else None,
+                            idempotency_key=write_key(spec) if write else None,
                             on_failure=spec.on_failure, retries=spec.retries)
                 if len(made) >= MADE_TASKS:
                     made.clear()

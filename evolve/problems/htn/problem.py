@@ -18,6 +18,7 @@ import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evolve import defaults
 from evolve.model.graph import topological_order
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import RISKS, Problem, Risk, Tool
@@ -144,7 +145,7 @@ def to_plan(domain: Domain, decomposition: Decomposition) -> Plan:
         keep = essential(preds[i], {w for w in bound[i].values() if w is not None}, ancestors)
         inputs = {k: f"${k}" if w is None else f"${task_id(w)}.{k}" for k, w in bound[i].items()}
         tasks.append(Task(id=task_id(i), tool=op.name, deps=tuple(task_id(d) for d in keep),
-                          inputs=inputs, idempotency_key=f"{op.name}:{task_id(i)}" if op.risk == "write"
+                          inputs=inputs, idempotency_key=defaults.IDEMPOTENCY_KEY if op.risk == "write"
                           else None))
     keep = essential(goal_preds, set(final.values()), ancestors)
     goal_inputs = {k: f"${task_id(w)}.{k}" for k, w in sorted(final.items())}

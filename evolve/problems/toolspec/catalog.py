@@ -387,7 +387,7 @@ def reference_plan(d: Draft, calls: Sequence[Call], edges: Sequence[Edge],
                 deps.append(f"t{source + 1}")
         write = risks.get(tool) == "write"
         tasks.append(Task(id=f"t{i + 1}", tool=tool, deps=tuple(dict.fromkeys(deps)), inputs=inputs,
-                          idempotency_key=f"{tool}:t{i + 1}" if write else None))
+                          idempotency_key=defaults.IDEMPOTENCY_KEY if write else None))
     return Plan(tasks=tuple(tasks))
 
 
