@@ -163,3 +163,19 @@ def test_a_replanned_write_of_the_same_inputs_keeps_its_key(tmp_path: Path) -> N
     outcome = session.run()
     assert outcome["reason"] == "goal_met" and outcome["replans"] == 1, outcome["message"]
     assert len(keys) == 2 and keys[0] == keys[1] == f"alert-9:restart:{inputs_digest({'service': 'nginx'})}"
+
+
+def test_a_key_field_that_names_nothing_is_refused() -> None:
+    import pytest
+
+    from evolve.model.errors import InputError
+    from evolve.model.validate import validate
+
+    with pytest.raises(InputError, match=r"tools\.restart\.idempotency: field \{order_id\} is none of"):
+        problem_from_dict(problem(idempotency="refund:{order_id}"))
+    plan = plan_from_dict({"tasks": [
+        {"id": "t1", "tool": "probe", "inputs": {"host": "$host"}},
+        {"id": "t2", "tool": "restart", "deps": ["t1"], "inputs": {"service": "$t1.service"},
+         "idempotency_key": "{request_id}:{hostname}"}]})
+    [error] = validate(problem_from_dict(problem()), plan)
+    assert error.rule == "idempotency-key" and "{hostname}" in error.message

@@ -21,6 +21,7 @@ import yaml
 
 from evolve.model.errors import InputError
 from evolve.model.expression import ExpressionError, parse_expression
+from evolve.model.keys import FIELDS, unknown_fields
 from evolve.model.limits import (
     DEPTH_PROBLEM,
     MAX_DEPTH,
@@ -442,7 +443,7 @@ def read_tool(r: Reader, name: str, spec: object) -> Tool:
         r.string(param, join(path, f"arguments.{param}"))
         if param in params or (not params and param in inputs):
             raise r.fail(join(path, f"arguments.{param}"), "also an input: a fact gives its value")
-    return Tool(
+    tool = Tool(
         name=name,
         duration=r.number(doc["duration"], join(path, "duration")),
         inputs=inputs,
@@ -461,6 +462,11 @@ def read_tool(r: Reader, name: str, spec: object) -> Tool:
         retries=r.optional(doc, "retries", path, lambda v, p: r.integer(v, p, 0), None),
         idempotency=r.optional(doc, "idempotency", path, r.text, None),
     )
+    unknown = unknown_fields(tool.idempotency or "", tool)
+    if unknown:
+        raise r.fail(join(path, "idempotency"), f"field {{{unknown[0]}}} is none of {', '.join(FIELDS)} "
+                     f"nor an input of {name}")
+    return tool
 
 
 def read_inputs(r: Reader, value: object, path: str) -> tuple[tuple[str, ...], dict[str, str]]:

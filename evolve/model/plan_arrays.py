@@ -44,6 +44,7 @@ from numba import njit
 from evolve.model.compiled import RISK_CODES, BoolArray, CompiledProblem, IntArray, compile_problem
 from evolve.model.coverage import DuplicateKey, duplicate_key
 from evolve.model.graph_kernels import topological_order, transpose
+from evolve.model.keys import unknown_fields
 from evolve.model.plan import TASK_MEMO, Plan, Task, parse_ref
 from evolve.model.problem import Policy, Problem, Tool
 from evolve.model.validate import (
@@ -167,7 +168,7 @@ class Numbering:
                 if ref is None or ref.fact != fact:
                     errors += 1  # input-bound: bound to something else
             if writes:
-                if not task.idempotency_key:
+                if not task.idempotency_key or unknown_fields(task.idempotency_key, spec):
                     errors += 1  # idempotency-key
                 gated = approval_rule(self.policy, spec, inputs) is not None
             made = task.outputs or outputs

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from evolve.model.evaluation import holds, inputs_resolver
 from evolve.model.expression import ExpressionError, parse_expression
 from evolve.model.graph import find_cycle, levels, successors, topological_order, upstream
+from evolve.model.keys import FIELDS, unknown_fields
 from evolve.model.plan import REF, Plan, Task, parse_ref, tested_in_text
 from evolve.model.problem import Policy, Problem, Tool
 
@@ -143,6 +144,9 @@ def check_task(problem: Problem, task: Task, tasks: dict[str, Task]) -> Iterable
                 )
         if tool.risk == "write" and not task.idempotency_key:
             yield PlanError("idempotency-key", f"write task ({tool.name}) has no idempotency_key", task.id)
+        elif tool.risk == "write" and (unknown := unknown_fields(task.idempotency_key or "", tool)):
+            yield PlanError("idempotency-key", f"idempotency_key field {{{unknown[0]}}} is none of "
+                            f"{', '.join(FIELDS)} nor an input of {tool.name}", task.id)
     initial = problem.initial_set()
     for tested in (tid for text in (task.when or "", *task.assumes) for tid in tested_in_text(text)):
         if tested not in tasks:
