@@ -334,3 +334,20 @@ SERVE_HEARTBEAT = 15.0
 SERVE_SHUTDOWN_GRACE = 5.0
 """Seconds ``evolve serve`` waits at Ctrl-C for open streams and resume workers before it stops them
 (a stopped worker's run is resumable like any killed run)."""
+
+# -- MCP servers (evolve import-tools --mcp, evolve execute --mcp, evolve mcp; see evolve.mcp) ----
+MCP_CONNECT_TIMEOUT = 30.0
+"""Seconds an MCP server may take to start and answer the handshake, or to list its tools, before
+the command says it is not answering (a command that is not an MCP server ends sooner: it exits
+or writes what is not JSON-RPC)."""
+MCP_LIST_PAGES = 100
+"""Pages of a paginated ``tools/list`` read at most: a server whose cursor never ends cannot hang
+the import."""
+MCP_RESTARTS = 1
+"""Times a server that died is started again in one session before its calls fail."""
+MCP_STDERR_TAIL = 800
+"""Characters of a dead server's stderr quoted in the error (its last ones)."""
+MCP_HTTP_HOST = "127.0.0.1"
+"""Where ``evolve mcp --http PORT`` listens: this machine only."""
+MCP_PLAN_GENERATIONS = 30
+"""Generations the ``plan`` tool of ``evolve mcp`` searches when its caller names no budget."""

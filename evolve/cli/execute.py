@@ -28,6 +28,8 @@ from evolve.execute.session import DispatcherFactory, read_run, resume_run, star
 from evolve.execute.simulate import parse_fail_rates
 from evolve.llm.argfill import make_arg_filler
 from evolve.llm.decide import make_decider
+from evolve.mcp.run import resumed_tools, run_meta, served_tools
+from evolve.mcp.servers import parse_servers
 from evolve.model.errors import EvolveError
 from evolve.model.files import load_plan, read_document
 from evolve.model.plan import Plan
@@ -141,6 +143,21 @@ def progress(as_json: bool) -> Any:
     metavar="MODULE:ATTR",
     help="A mapping of tool name to callable fn(inputs, call) (also FILE.py:ATTR); tools "
     "it lacks come from evolve.tools entry points.",
+)
+@click.option(
+    "--mcp",
+    "mcp_items",
+    multiple=True,
+    metavar='NAME="CMD ARGS"',
+    help="An MCP server (stdio) whose tools the plan's tasks call (repeat for more); with "
+    "--resume, a server of the run started by another command.",
+)
+@click.option(
+    "--mcp-url",
+    "mcp_urls",
+    multiple=True,
+    metavar="NAME=URL",
+    help="A running MCP server (streamable HTTP) whose tools the plan's tasks call.",
 )
 @click.option(
     "--out",
@@ -280,6 +297,8 @@ def execute(
     plan_file: str | None,
     problem_file: str | None,
     tools_spec: str | None,
+    mcp_items: tuple[str, ...],
+    mcp_urls: tuple[str, ...],
     out_dir: str | None,
     max_steps: int,
     max_replans: int,
@@ -341,17 +360,23 @@ def execute(
             filler = (stack.enter_context(make_arg_filler(llm.base_url, llm.model, seed=seed,
                                                           extra_body=llm.extra_body))
                       if llm.base_url and llm.model else None)
+            served = stack.enter_context(resumed_tools(folder, mcp_items, mcp_urls))
             executor = resume_run(
                 folder, replanner=proposer_replanner, dispatcher=factory, on_event=show,
-                arg_filler=filler, wait=wait, scopes=scopes,
+                arg_filler=filler, wait=wait, scopes=scopes, tools=served,
             )
         else:
             if plan_file is None:
                 raise click.UsageError(
                     "give PLAN_FILE and --problem PROBLEM, or an HTN DOMAIN (or --resume DIR)"
                 )
-            if not simulate and tools_spec is None:
-                raise click.UsageError("give --tools MODULE:ATTR (or --simulate for a dry run)")
+            servers = parse_servers(mcp_items, mcp_urls)
+            if servers and (simulate or dispatcher_name == "dask"):
+                raise click.UsageError("--mcp calls live servers from this process: not with --simulate "
+                                       "or --dispatcher dask")
+            if not simulate and tools_spec is None and not servers:
+                raise click.UsageError("give --tools MODULE:ATTR or --mcp NAME=\"CMD ARGS\" (or --simulate "
+                                       "for a dry run)")
             problem, plan, decisions = problem_and_plan(
                 plan_file, problem_file, input_items, input_file, llm.base_url, llm.model, llm.extra_body
             )
@@ -382,6 +407,8 @@ def execute(
                     )
                 filler = stack.enter_context(make_arg_filler(llm.base_url, llm.model, seed=seed,
                                                              extra_body=llm.extra_body))
+            served = stack.enter_context(
+                served_tools(problem, {t.tool for t in plan.tasks}, servers, tools_spec))
             executor = start_run(
                 problem,
                 plan,
@@ -399,6 +426,8 @@ def execute(
                 on_event=show,
                 decisions=decisions,
                 arg_filler=filler,
+                tools=served,
+                extra_meta=run_meta(servers),
             )
         outcome = executor.run()
     written = ["journal.sqlite", "events.jsonl", "outcome.json"]

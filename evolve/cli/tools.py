@@ -7,6 +7,7 @@ import yaml
 
 from evolve import defaults
 from evolve.cli.common import friendly
+from evolve.mcp.servers import McpError, one_server, require_sdk
 from evolve.model.errors import printable
 from evolve.model.files import write_text_file
 from evolve.problems.toolspec import import_tools as import_catalog
@@ -19,7 +20,11 @@ def names(values: tuple[str, ...]) -> list[str]:
 
 
 @click.command(name="import-tools")
-@click.argument("spec_file", type=click.Path(dir_okay=False))
+@click.argument("spec_file", type=click.Path(dir_okay=False), required=False)
+@click.option("--mcp", "mcp_command", default=None, metavar='"CMD ARGS"',
+              help="Start this MCP server (stdio) and import the tools it lists, instead of SPEC_FILE.")
+@click.option("--mcp-url", "mcp_url", default=None, metavar="URL",
+              help="Import the tools a running MCP server (streamable HTTP) lists, instead of SPEC_FILE.")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
               help="Problem file to write (YAML); default: print it.")
 @click.option("--meta", "meta_file", type=click.Path(dir_okay=False), default=None,
@@ -38,20 +43,36 @@ def names(values: tuple[str, ...]) -> list[str]:
 @click.option("--plan-out", "plan_file", type=click.Path(dir_okay=False), default=None,
               help="Also write the trace as a plan of the problem (one task per call).")
 @friendly
-def import_tools(spec_file: str, out_file: str | None, meta_file: str | None, trace_file: str | None,
+def import_tools(spec_file: str | None, mcp_command: str | None, mcp_url: str | None,
+                 out_file: str | None, meta_file: str | None, trace_file: str | None,
                  goal: tuple[str, ...], known: tuple[str, ...], name: str | None,
                  plan_file: str | None) -> None:
     """Write a problem catalog for the tools SPEC_FILE defines: OpenAI function tools
     ({tools: [{type: function, function: {name, description, parameters}}]} or the bare list) or
-    an MCP tools/list result (or the JSON-RPC response holding it).
+    an MCP tools/list result (or the JSON-RPC response holding it); or the tools a live MCP
+    server lists (--mcp "CMD ARGS", --mcp-url URL), every page of them.
 
     Inputs are the required parameters, outputs the declared output schema's properties (else one
     <tool>_result); every guess is printed on stderr and written as a comment in the file."""
     if plan_file is not None and trace_file is None:
         raise click.BadParameter("needs --trace (the plan is the trace's calls)", param_hint="--plan-out")
-    imported = import_catalog(spec_file, meta_path=meta_file, trace_path=trace_file, goal=names(goal),
-                              known=names(known) or None, name=name)
-    sources = [f"spec {spec_file}"] + ([f"side file {meta_file}"] if meta_file else []) \
+    live = mcp_command is not None or mcp_url is not None
+    if live == (spec_file is not None):
+        raise McpError("give SPEC_FILE, or --mcp \"CMD ARGS\" / --mcp-url URL for a live MCP server")
+    if live:
+        require_sdk("--mcp" if mcp_command is not None else "--mcp-url")
+        from evolve.mcp.catalog import import_server  # the SDK, only for a live server
+
+        server = one_server(mcp_command, mcp_url)
+        imported = import_server(server, meta_path=meta_file, trace_path=trace_file, goal=names(goal),
+                                 known=names(known) or None, name=name)
+        source = f"MCP server {mcp_url or mcp_command}"
+    else:
+        assert spec_file is not None
+        imported = import_catalog(spec_file, meta_path=meta_file, trace_path=trace_file, goal=names(goal),
+                                  known=names(known) or None, name=name)
+        source = f"spec {spec_file}"
+    sources = [source] + ([f"side file {meta_file}"] if meta_file else []) \
         + ([f"trace {trace_file}"] if trace_file else [])
     text = problem_yaml(imported, [f"Written by `evolve import-tools` from {', '.join(sources)}."])
     for note in imported.notes:

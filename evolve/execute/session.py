@@ -109,6 +109,7 @@ def start_run(
     arg_filler: ArgFiller | None = None,
     model_calls: Mapping[str, int] | None = None,
     fallback: str | None = None,
+    extra_meta: Mapping[str, Any] | None = None,
 ) -> Executor:
     """A new run of ``plan`` in ``out_dir`` (which must not hold a journal yet).
 
@@ -119,7 +120,8 @@ def start_run(
     the command line; a run started so is resumed with the same ``tools``. The model calls made
     before the run, ``decisions``' (``decide``) and ``model_calls`` (by purpose: the agent's
     first plan, ``plan``), are journaled with its first revision and count against its
-    ``limits.max_llm_calls``."""
+    ``limits.max_llm_calls``. ``extra_meta`` joins the journal's record of the run (the MCP
+    servers a resumed run starts again)."""
     plan = problem.with_catalog_failure(plan)
     errors = validate(problem, plan, facts)
     if errors:
@@ -166,6 +168,7 @@ def start_run(
         "options": options.to_dict(),
         "dispatcher": dispatcher_name,
         "replanner": replanner_name,
+        **(extra_meta or {}),
     }
     if fallback is not None:
         meta["fallback"] = {"reason": "template_fallback", "message": fallback}

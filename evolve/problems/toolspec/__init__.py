@@ -36,14 +36,30 @@ def import_tools(
 
     Every file is read with the loader's bounds, and any fault in one is an
     :class:`~evolve.model.errors.InputError` naming that file and the field."""
-    source = str(spec_path)
-    specs = read_spec(read_document(spec_path), source)
+    return import_document(read_document(spec_path), str(spec_path), meta_path=meta_path,
+                           trace_path=trace_path, goal=goal, known=known,
+                           name=name or Path(spec_path).stem)
+
+
+def import_document(
+    doc: object,
+    source: str,
+    *,
+    meta_path: str | Path | None = None,
+    trace_path: str | Path | None = None,
+    goal: Sequence[str] = (),
+    known: Sequence[str] | None = None,
+    name: str | None = None,
+) -> Imported:
+    """:func:`import_tools` of a spec already parsed (a live MCP server's ``tools/list``):
+    ``source`` names it in messages."""
+    specs = read_spec(doc, source)
     side = (read_side_file(read_document(meta_path), str(meta_path), [s.name for s in specs])
             if meta_path is not None else {})
     calls = read_trace(read_document(trace_path), str(trace_path)) if trace_path is not None else ()
     return build_catalog(specs, source, side=side, calls=calls,
                          trace_source=str(trace_path) if trace_path is not None else "<trace>",
-                         goal=goal, known=known, name=name or Path(spec_path).stem)
+                         goal=goal, known=known, name=name)
 
 
 def problem_yaml(imported: Imported, header: Sequence[str] = ()) -> str:
@@ -58,5 +74,5 @@ def problem_yaml(imported: Imported, header: Sequence[str] = ()) -> str:
     return "\n".join(lines) + ("\n" if lines else "") + body
 
 
-__all__ = ["Call", "Edge", "Imported", "ToolSpec", "build_catalog", "dataflow", "import_tools",
+__all__ = ["Call", "Edge", "Imported", "ToolSpec", "build_catalog", "dataflow", "import_document", "import_tools",
            "problem_yaml", "read_side_file", "read_spec", "read_trace"]

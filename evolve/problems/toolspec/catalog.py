@@ -83,6 +83,11 @@ def clean_text(text: str) -> str:
     return out.strip()[:MAX_TEXT]
 
 
+def result_fact(tool: str) -> str:
+    """The fact holding the whole result of the catalog tool ``tool`` (``<tool>_result``)."""
+    return clean_name(f"{tool.replace('.', '_')}_{RESULT}", NAME)
+
+
 @dataclass
 class Draft:
     """The catalog while it is being decided (mutable on purpose: one builder owns it)."""
@@ -102,7 +107,7 @@ class Draft:
     """Catalog tool -> the optional parameters the session gave literal values (kept as given)."""
 
     def result_fact(self, tool: str) -> str:
-        return clean_name(f"{tool.replace('.', '_')}_{RESULT}", NAME)
+        return result_fact(tool)
 
     def output_fact(self, tool: str, path: tuple[str, ...]) -> str:
         return self.result_fact(tool) if not path else clean_name("_".join(path), NAME)
