@@ -42,6 +42,10 @@ from evolve.problems.toolspec import read_spec
 from evolve.problems.toolspec.catalog import clean_name, result_fact
 
 RETRYABLE = "retryable"
+RECONCILE = "evolve/reconcile"
+"""The key of a write tool's ``_meta`` (in ``tools/list``) naming the server's tool that tells
+whether a write was made: called with ``{"idempotency_key": KEY}``, it answers
+``{"made": false}``, or ``{"made": true, ...}`` with the write's outputs."""
 """The key of an error result's ``structuredContent`` (or ``_meta``) that marks it retryable."""
 
 
@@ -55,6 +59,11 @@ def retryable(result: types.CallToolResult) -> bool:
 
 def text_of(result: types.CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+def said(result: types.CallToolResult) -> str:
+    """An error result's text on one line (a journal's error is one line)."""
+    return " ".join(text_of(result).split()) or "failed (isError, no text)"
 
 
 @dataclass
@@ -71,6 +80,24 @@ class McpTool:
     required: frozenset[str]
     safe_again: bool
     """Whether a call lost with its server may be made again (a read, or ``idempotentHint``)."""
+    checker: str | None = None
+    """The server's tool that tells whether a write was made (``_meta["evolve/reconcile"]``)."""
+
+    def reconcile(self, idempotency_key: str) -> Mapping[str, Any] | None:
+        """The outputs of the write made under ``idempotency_key``, ``None`` when it was not
+        made; raises when the server offers no way to tell (the executor then waits for a
+        person: the write's outcome is unknown)."""
+        if self.checker is None:
+            raise ToolFailure(f"{self.where}: the server names no {RECONCILE} tool")
+        result, _ = self.conn.call(self.checker, {"idempotency_key": idempotency_key}, {},
+                                   self.conn.connect_timeout)
+        data = result.structured_content
+        if result.is_error or not isinstance(data, Mapping) or not isinstance(data.get("made"), bool):
+            raise ToolFailure(f"{self.where}: {self.checker} did not say whether the write was made")
+        if not data["made"]:
+            return None
+        rest = {k: v for k, v in data.items() if k != "made"}
+        return self.outputs(result.model_copy(update={"structured_content": rest}))
 
     @property
     def where(self) -> str:
@@ -103,7 +130,7 @@ class McpTool:
         except ValidationError as exc:
             raise ToolFailure(f"{self.where}: a malformed result ({one_line(exc)})") from None
         if result.is_error:
-            raise ToolFailure(f"{self.where}: {text_of(result) or 'failed (isError, no text)'}",
+            raise ToolFailure(f"{self.where}: {said(result)}",
                               retryable=retryable(result))
         return self.outputs(result)
 
@@ -213,8 +240,9 @@ def adapter(conn: Connection, listed: Mapping[str, Any], tool: Tool) -> McpTool:
         raise McpError(f"{where}: the server marks it destructive, but the catalog's {tool.name} is a "
                        f"{tool.risk}: make it risk: write (an idempotency key, and approvals by policy)")
     safe = (tool.risk == "read" and notes.get("readOnlyHint") is not False) or notes.get("idempotentHint") is True
+    checker = (listed.get("_meta") or {}).get(RECONCILE)
     return McpTool(conn=conn, name=str(listed["name"]), tool=tool, params=params, required=required,
-                   safe_again=bool(safe))
+                   safe_again=bool(safe), checker=checker if isinstance(checker, str) else None)
 
 
 def mcp_tools(problem: Problem, used: Iterable[str], specs: Sequence[ServerSpec],

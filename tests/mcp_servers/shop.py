@@ -76,16 +76,34 @@ def check_stock(item: str) -> Annotated[CallToolResult, Stock]:
                           structured_content={"in_stock": True})
 
 
-@server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False))
+def orders(ledger: Path) -> list[dict[str, object]]:
+    if not ledger.exists():
+        return []
+    return [json.loads(line) for line in ledger.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+WRITE_META = {"evolve/reconcile": "order_status"} if os.environ.get("SHOP_RECONCILE") else None
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False),
+             meta=WRITE_META)
 def place_order(customer_id: str, price: int, in_stock: bool, ctx: Context) -> Order:
     """Place the order: one line in the ledger per side effect."""
     meta = ctx.request_context.meta or {}
     key = meta.get("idempotency_key")
     ledger = Path(os.environ.get("SHOP_LEDGER", "ledger.jsonl"))
     with ledger.open("a", encoding="utf-8") as out:
-        out.write(json.dumps({"customer_id": customer_id, "price": price, "key": key}) + "\n")
+        out.write(json.dumps({"customer_id": customer_id, "price": price, "key": key,
+                              "order_id": f"o-{customer_id}-{price}"}) + "\n")
     time.sleep(float(os.environ.get("SHOP_SLEEP_AFTER_WRITE", "0")))
     return {"order_id": f"o-{customer_id}-{price}"}
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def order_status(idempotency_key: str) -> dict[str, object]:
+    """Whether the order placed under this idempotency key was made (evolve's reconcile)."""
+    made = [o for o in orders(Path(os.environ.get("SHOP_LEDGER", "ledger.jsonl"))) if o["key"] == idempotency_key]
+    return {"made": True, "order_id": made[-1]["order_id"]} if made else {"made": False}
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=False)
