@@ -11,14 +11,18 @@ from typing import Any
 
 from evolve.mcp.client import connect
 from evolve.mcp.servers import ServerSpec
+from evolve.model.limits import NAME
 from evolve.problems.toolspec import Imported, import_document
+from evolve.problems.toolspec.catalog import clean_name
 
 
-def listed_tools(spec: ServerSpec) -> list[dict[str, Any]]:
-    """The server's tools as its ``tools/list`` gives them (the server is stopped after)."""
+def listed_tools(spec: ServerSpec) -> tuple[list[dict[str, Any]], str | None]:
+    """The server's tools as its ``tools/list`` gives them, and the name the server gives
+    itself (``None``: it did not say); the server is stopped after."""
     conn = connect(spec)
     try:
-        return conn.list_tools()
+        info = conn.client.server_info if conn.client is not None else None
+        return conn.list_tools(), info.name if info is not None and info.name else None
     finally:
         conn.close()
 
@@ -34,6 +38,7 @@ def import_server(
 ) -> Imported:
     """The problem catalog of the server's tools; a fault in the list names the server and the
     field (``MCP server shop (python shop.py): tools[2].inputSchema.type: ...``)."""
-    tools = listed_tools(spec)
+    tools, own = listed_tools(spec)
     return import_document({"tools": tools}, f"MCP server {spec.describe()}", meta_path=meta_path,
-                           trace_path=trace_path, goal=goal, known=known, name=name or spec.name)
+                           trace_path=trace_path, goal=goal, known=known,
+                           name=name or clean_name(own or spec.name, NAME))
