@@ -351,3 +351,6 @@ MCP_HTTP_HOST = "127.0.0.1"
 """Where ``evolve mcp --http PORT`` listens: this machine only."""
 MCP_PLAN_GENERATIONS = 30
 """Generations the ``plan`` tool of ``evolve mcp`` searches when its caller names no budget."""
+MCP_RUN_WAIT = 3600.0
+"""``evolve mcp --wait``: seconds a run the server started keeps waiting for a person (polling
+its journal) before it stops; a decision given through the server resumes a stopped run."""

@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = ("defaults", "model", "scheduling", "fitness", "search", "problems", "llm", "run", "execute",
-          "report", "agent", "patterns", "serve", "cli")
+          "report", "agent", "patterns", "serve", "mcp", "cli")
 """Bottom to top: a module may import its own layer and the ones before it, never a later one."""
 
 

@@ -21,7 +21,7 @@ from click.testing import CliRunner, Result
 
 pytest.importorskip("mcp")
 
-from evolve.cli.main import cli  # noqa: E402
+from evolve.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOP = ROOT / "tests" / "mcp_servers" / "shop.py"

@@ -41,6 +41,7 @@ from evolve.cli.htn import htn_fallback_for, input_options, seed_inputs
 from evolve.cli.htn import limit_options as htn_limit_options
 from evolve.cli.htn import run_problem as htn_run_problem
 from evolve.cli.human import COMMANDS as HUMAN_COMMANDS
+from evolve.cli.mcp import COMMANDS as MCP_COMMANDS
 from evolve.cli.options import LlmSettings, llm_options, search_options
 from evolve.cli.patterns import COMMANDS as PATTERN_COMMANDS
 from evolve.cli.plan import COMMANDS as PLAN_COMMANDS
@@ -387,7 +388,7 @@ def generate_cmd(tools: int, seed: int, name: str | None, no_approval: bool, no_
 
 
 for command in (*REPORT_COMMANDS, bench, *BOUND_COMMANDS, *HTN_COMMANDS, *EXECUTE_COMMANDS, *HUMAN_COMMANDS,
-                *PATTERN_COMMANDS, *PLAN_COMMANDS, *TOOLS_COMMANDS, *SERVE_COMMANDS):
+                *PATTERN_COMMANDS, *PLAN_COMMANDS, *TOOLS_COMMANDS, *SERVE_COMMANDS, *MCP_COMMANDS):
     cli.add_command(command)
 
 

@@ -305,3 +305,4 @@ def resume_run(
     )
 
 
+

@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar, cast
 
 import mcp_types as types
 from mcp import Client, StdioServerParameters
@@ -38,8 +38,10 @@ class Lost(Exception):
 
 def flat(exc: BaseException) -> BaseException:
     """The first leaf of nested exception groups (anyio wraps a task's failure in one)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
+    inner = getattr(exc, "exceptions", None)  # BaseExceptionGroup (3.11, or its backport)
+    while isinstance(inner, tuple) and inner and isinstance(inner[0], BaseException):
+        exc = inner[0]
+        inner = getattr(exc, "exceptions", None)
     return exc
 
 
@@ -67,8 +69,8 @@ class Connection:
         """Counts the starts; a call remembers the one it was made on, so two threads that see
         the same death restart the server once."""
         self.restarts = 0
-        self.stderr = tempfile.NamedTemporaryFile("a+", encoding="utf-8", errors="replace",
-                                                  prefix=f"evolve-mcp-{spec.name}-", suffix=".log")
+        self.stderr = tempfile.NamedTemporaryFile(  # noqa: SIM115 (open while the server lives)
+            "a+", encoding="utf-8", errors="replace", prefix=f"evolve-mcp-{spec.name}-", suffix=".log")
 
     # -- the loop thread -------------------------------------------------------------------
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
@@ -101,7 +103,7 @@ class Connection:
             return Client(self.spec.url, cache=None)
         params = StdioServerParameters(command=self.spec.command[0], args=list(self.spec.command[1:]),
                                        env=dict(os.environ))
-        return Client(stdio_client(params, errlog=self.stderr), cache=None)
+        return Client(stdio_client(params, errlog=cast(TextIO, self.stderr)), cache=None)
 
     async def _open(self) -> Client:
         ready: asyncio.Future[Client] = self.loop.create_future()

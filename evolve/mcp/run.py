@@ -54,7 +54,8 @@ def served_tools(problem: Problem, used: Iterable[str], specs: Sequence[ServerSp
 
 
 @contextmanager
-def resumed_tools(folder: Path, commands: Iterable[str], urls: Iterable[str]) -> Iterator[dict[str, ToolFn] | None]:
+def resumed_tools(folder: Path, commands: Iterable[str],
+                  urls: Iterable[str]) -> Iterator[dict[str, ToolFn] | None]:
     """:func:`served_tools` for the run in ``folder``: its journaled servers (and ``--tools``),
     checked against every tool its revisions use."""
     journal, meta, problem = read_run(folder)

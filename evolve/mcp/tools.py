@@ -239,7 +239,8 @@ def adapter(conn: Connection, listed: Mapping[str, Any], tool: Tool) -> McpTool:
     if destructive and tool.risk != "write":
         raise McpError(f"{where}: the server marks it destructive, but the catalog's {tool.name} is a "
                        f"{tool.risk}: make it risk: write (an idempotency key, and approvals by policy)")
-    safe = (tool.risk == "read" and notes.get("readOnlyHint") is not False) or notes.get("idempotentHint") is True
+    safe = ((tool.risk == "read" and notes.get("readOnlyHint") is not False)
+            or notes.get("idempotentHint") is True)
     checker = (listed.get("_meta") or {}).get(RECONCILE)
     return McpTool(conn=conn, name=str(listed["name"]), tool=tool, params=params, required=required,
                    safe_again=bool(safe), checker=checker if isinstance(checker, str) else None)

@@ -102,7 +102,8 @@ def place_order(customer_id: str, price: int, in_stock: bool, ctx: Context) -> O
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def order_status(idempotency_key: str) -> dict[str, object]:
     """Whether the order placed under this idempotency key was made (evolve's reconcile)."""
-    made = [o for o in orders(Path(os.environ.get("SHOP_LEDGER", "ledger.jsonl"))) if o["key"] == idempotency_key]
+    ledger = Path(os.environ.get("SHOP_LEDGER", "ledger.jsonl"))
+    made = [o for o in orders(ledger) if o["key"] == idempotency_key]
     return {"made": True, "order_id": made[-1]["order_id"]} if made else {"made": False}
 
 

@@ -74,5 +74,5 @@ def problem_yaml(imported: Imported, header: Sequence[str] = ()) -> str:
     return "\n".join(lines) + ("\n" if lines else "") + body
 
 
-__all__ = ["Call", "Edge", "Imported", "ToolSpec", "build_catalog", "dataflow", "import_document", "import_tools",
-           "problem_yaml", "read_side_file", "read_spec", "read_trace"]
+__all__ = ["Call", "Edge", "Imported", "ToolSpec", "build_catalog", "dataflow", "import_document",
+           "import_tools", "problem_yaml", "read_side_file", "read_spec", "read_trace"]
