@@ -102,6 +102,17 @@ def document_file(value: str | Mapping[str, Any], folder: Path, name: str) -> st
     return str(path)
 
 
+def started(folder: Path) -> bool:
+    """Whether the run in ``folder`` has journaled what it is (its first transaction)."""
+    if not (folder / "journal.sqlite").is_file():
+        return False
+    try:
+        read_run(folder)[0].close()
+    except EvolveError:
+        return False
+    return True
+
+
 def failing(exc: Exception) -> ToolError:
     return ToolError(str(exc))
 
@@ -132,7 +143,7 @@ def build_server(root: Path, *, wait: float = defaults.MCP_RUN_WAIT) -> MCPServe
         folder = new_run_dir(root)
 
         def generation(event: Mapping[str, Any]) -> None:
-            done = int(event.get("generation", 0)) + 1
+            done = int(event.get("generation", 0))  # 0: the first population, before any generation
             anyio.from_thread.run(ctx.report_progress, float(done), float(generations),
                                   f"generation {done} of {generations}")
 
@@ -191,7 +202,7 @@ def build_server(root: Path, *, wait: float = defaults.MCP_RUN_WAIT) -> MCPServe
             if proc.poll() is not None and proc.returncode == 2:
                 said = (folder / "mcp-session.log").read_text(errors="replace").strip().splitlines()
                 raise ToolError(said[-1] if said else "evolve execute refused the run (exit 2)")
-            if (folder / "journal.sqlite").is_file() or proc.poll() is not None:
+            if proc.poll() is not None or started(folder):
                 break
             await anyio.sleep(0.2)
         return {"run": folder.name, "folder": str(folder)}
@@ -208,6 +219,8 @@ def build_server(root: Path, *, wait: float = defaults.MCP_RUN_WAIT) -> MCPServe
     def status(run: str) -> dict[str, Any]:
         """Where a run is: running or ended, each task's status, what it waits for, and once
         it has ended its outcome (status, reason, message)."""
+        if runs.running(run) and not started(runs.root / run):
+            return {"run": run, "running": True, "status": "starting", "tasks": {}, "pending": []}
         try:
             state, folder = state_of(run)
         except EvolveError as exc:

@@ -1,0 +1,104 @@
+"""``evolve mcp`` driven by the SDK's own client over stdio: plan (with progress notifications),
+validate, execute against an MCP server of tools, pending, approve (journaled with who gave it),
+status, through to ``goal_met``; the outcome as a resource."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import yaml
+from click.testing import CliRunner
+
+pytest.importorskip("mcp")
+
+from mcp import Client, StdioServerParameters
+
+from evolve.cli.main import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOP = ROOT / "tests" / "mcp_servers" / "shop.py"
+
+
+def data(result: Any) -> Any:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        sc = result.structured_content
+        return sc["result"] if set(sc) == {"result"} else sc
+    return json.loads(result.content[0].text)
+
+
+def test_plan_execute_approve_through_evolve_mcp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SHOP_LEDGER": str(tmp_path / "ledger.jsonl"),
+           "SHOP_STATE": str(tmp_path)}
+    monkeypatch.setenv("SHOP_LEDGER", env["SHOP_LEDGER"])
+    server = f"{sys.executable} {SHOP}"
+    made = CliRunner().invoke(cli, ["import-tools", "--mcp", server, "--out", "shop.yaml", "--goal", "receipt",
+                                    "--known", "email,item"])
+    assert made.exit_code == 0, made.output
+    doc = yaml.safe_load(Path("shop.yaml").read_text())
+    doc["policy"] = {"write_requires_approval": True}
+    doc["tools"]["manager"] = {"duration": 1, "inputs": ["price"], "outputs": ["approval"],
+                               "risk": "approval", "by": "human"}
+    del doc["tools"]["order_status"]
+    Path("shop.yaml").write_text(yaml.safe_dump(doc))
+    problem = str(tmp_path / "shop.yaml")
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "evolve", "mcp", "--runs", str(tmp_path / "runs")], env=env)
+    progress: list[tuple[float, float | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total))
+
+    async def journey() -> dict[str, Any]:
+        async with Client(params, cache=None) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"plan", "validate", "execute", "status", "pending", "approve", "reject", "answer"} <= names
+            planned = data(await client.call_tool("plan", {"problem": problem, "generations": 3},
+                                                  progress_callback=on_progress))
+            plan = planned["plan"]
+            assert {t["tool"] for t in plan["tasks"]} >= {"manager", "place_order", "receipt"}
+            checked = data(await client.call_tool("validate", {"problem": problem, "plan": plan}))
+            assert checked == {"valid": True, "errors": []}
+            started = data(await client.call_tool("execute", {
+                "problem": problem, "plan": plan, "mcp": {"shop": server},
+                "facts": {"email": "ann@example.com", "item": "book"}}))
+            run = started["run"]
+            for _ in range(600):
+                status = data(await client.call_tool("status", {"run": run}))
+                if status["pending"] or not status["running"]:
+                    break
+                await anyio.sleep(0.2)
+            assert status["pending"], status
+            [item] = data(await client.call_tool("pending", {"run": run}))
+            assert item["kind"] == "approval" and item["action"]["writes"][0]["tool"] == "place_order"
+            assert not Path(env["SHOP_LEDGER"]).exists()  # no write before the approval
+            approved = data(await client.call_tool("approve", {"run": run, "task": item["task"], "by": "lee",
+                                                               "action": item["action_hash"][:12]}))
+            assert approved["by"] == "lee"
+            for _ in range(600):
+                status = data(await client.call_tool("status", {"run": run}))
+                if not status["running"]:
+                    break
+                await anyio.sleep(0.2)
+            resource = await client.read_resource(f"evolve://runs/{run}/outcome")
+            outcome: dict[str, Any] = json.loads(resource.contents[0].text)  # type: ignore[union-attr]
+            outcome["_status"] = status
+            return outcome
+
+    began = time.monotonic()
+    outcome = anyio.run(journey)
+    assert outcome["_status"]["reason"] == "goal_met", outcome["_status"]
+    assert outcome["reason"] == "goal_met"
+    [decision] = outcome["decisions"]
+    assert (decision["verdict"], decision["by"]) == ("approved", "lee")
+    assert len(Path(tmp_path / "ledger.jsonl").read_text().splitlines()) == 1
+    assert progress and progress[-1] == (3.0, 3.0)
+    assert time.monotonic() - began < 600
