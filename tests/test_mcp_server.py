@@ -40,8 +40,8 @@ def test_plan_execute_approve_through_evolve_mcp(tmp_path: Path, monkeypatch: py
            "SHOP_STATE": str(tmp_path)}
     monkeypatch.setenv("SHOP_LEDGER", env["SHOP_LEDGER"])
     server = f"{sys.executable} {SHOP}"
-    made = CliRunner().invoke(cli, ["import-tools", "--mcp", server, "--out", "shop.yaml", "--goal", "receipt",
-                                    "--known", "email,item"])
+    made = CliRunner().invoke(cli, ["import-tools", "--mcp", server, "--out", "shop.yaml",
+                                    "--goal", "receipt", "--known", "email,item"])
     assert made.exit_code == 0, made.output
     doc = yaml.safe_load(Path("shop.yaml").read_text())
     doc["policy"] = {"write_requires_approval": True}
@@ -60,7 +60,8 @@ def test_plan_execute_approve_through_evolve_mcp(tmp_path: Path, monkeypatch: py
     async def journey() -> dict[str, Any]:
         async with Client(params, cache=None) as client:
             names = {t.name for t in (await client.list_tools()).tools}
-            assert {"plan", "validate", "execute", "status", "pending", "approve", "reject", "answer"} <= names
+            assert names >= {"plan", "validate", "execute", "status", "pending", "approve", "reject",
+                             "answer"}
             planned = data(await client.call_tool("plan", {"problem": problem, "generations": 3},
                                                   progress_callback=on_progress))
             plan = planned["plan"]
