@@ -272,3 +272,20 @@ def test_import_run_then_execute_the_best_plan(catalog: Path, shop: Path) -> Non
     assert ran.exit_code == 0, ran.output
     assert outcome(shop / "run")["reason"] == "goal_met"
     assert len(ledger_lines(shop / "ledger.jsonl")) == 1
+
+
+def test_the_example_server_plans_and_runs_as_its_readme_says(shop: Path) -> None:
+    """examples/mcp/README.md's two commands (the search shortened to 3 generations)."""
+    server = f"{sys.executable} {ROOT / 'examples' / 'mcp' / 'notes_server.py'}"
+    made = evolve("import-tools", "--mcp", server, "--out", "notes.yaml", "--goal", "publish",
+                  "--known", "query")
+    assert made.exit_code == 0, made.output
+    searched = evolve("run", "notes.yaml", "--out", "runs/notes", "--generations", "3", "--no-report")
+    assert searched.exit_code == 0, searched.output
+    ran = evolve("execute", "runs/notes/best.json", "--problem", "notes.yaml", "--fact", "query=evolve",
+                 "--mcp", f"notes={server}", "--out", "run", "--no-report")
+    assert ran.exit_code == 0, ran.output
+    [line] = (shop / "published.jsonl").read_text().splitlines()
+    assert json.loads(line)["summary"].startswith("evolve searches plans")
+    readme = (ROOT / "examples" / "mcp" / "README.md").read_text()
+    assert 'evolve import-tools --mcp "python examples/mcp/notes_server.py"' in readme
