@@ -166,6 +166,18 @@ def test_bad_servers_and_plans_are_one_line_before_the_run(catalog: Path, shop: 
     not_mcp = evolve("import-tools", "--mcp", f"{sys.executable} -c \"print('hello')\"")
     assert not_mcp.exit_code == 2 and "not an MCP server" in not_mcp.output
     assert "Traceback" not in not_mcp.output
+    os.environ["SHOP_BAD_SCHEMA"] = "1"
+    try:
+        bad = evolve("import-tools", "--mcp", SERVER)
+        ran = evolve("execute", "plan.json", "--problem", catalog, "--mcp", f"shop={SERVER}", *FACTS,
+                     "--out", "run1", "--no-report")
+    finally:
+        del os.environ["SHOP_BAD_SCHEMA"]
+    assert bad.exit_code == 2, bad.output
+    # the SDK's server refuses to send the malformed list: one line, with the server's own reason
+    assert bad.output.count("\n") == 1 and "MCP server server (" in bad.output
+    assert "tools/list failed or is malformed" in bad.output and "inputSchema.type" in bad.output
+    assert ran.exit_code == 2 and "inputSchema.type" in ran.output and "MCP server shop (" in ran.output
     plan = json.loads(json.dumps(PLAN))
     plan["tasks"].append({"id": "t6", "tool": "refund", "deps": ["t5"], "inputs": {}})
     doc = yaml.safe_load(catalog.read_text())

@@ -103,3 +103,41 @@ def test_plan_execute_approve_through_evolve_mcp(tmp_path: Path, monkeypatch: py
     assert len(Path(tmp_path / "ledger.jsonl").read_text().splitlines()) == 1
     assert progress and progress[-1] == (3.0, 3.0)
     assert time.monotonic() - began < 600
+
+
+def test_evolve_mcp_over_http_validates_and_names_bad_input(tmp_path: Path) -> None:
+    """``evolve mcp --http PORT`` on 127.0.0.1: the SDK's client over streamable HTTP; a plan the
+    validator refuses, and a run id outside the runs folder, answered as tool errors."""
+    import socket
+    import subprocess
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "evolve", "mcp", "--http", str(port), "--runs",
+                             str(tmp_path / "runs")], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    problem = {"name": "p", "initial": ["a"], "criteria": ["c"],
+               "tools": {"f": {"duration": 1, "inputs": ["a"], "outputs": ["c"]}}}
+    plan = {"tasks": [{"id": "t1", "tool": "g", "inputs": {"a": "$a"}}]}
+
+    async def ask() -> tuple[Any, Any]:
+        async with Client(f"http://127.0.0.1:{port}/mcp", cache=None) as client:
+            checked = await client.call_tool("validate", {"problem": problem, "plan": plan})
+            outside = await client.call_tool("status", {"run": "../etc"})
+            return checked, outside
+
+    try:
+        for _ in range(600):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        checked, outside = anyio.run(ask)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    found = data(checked)
+    assert found["valid"] is False and any("g" in e for e in found["errors"])
+    assert outside.is_error and "a run id is the name of its folder" in outside.content[0].text

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import os
 import tempfile
 import threading
@@ -25,11 +26,15 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from evolve import defaults
 from evolve.mcp.servers import McpError, ServerSpec
 
 T = TypeVar("T")
+
+logging.getLogger("mcp.client").setLevel(logging.CRITICAL)
+"""The SDK logs what it cannot parse with a traceback; evolve says it in one line instead."""
 
 
 class Lost(Exception):
@@ -46,7 +51,14 @@ def flat(exc: BaseException) -> BaseException:
 
 
 def one_line(exc: BaseException) -> str:
+    """An error of the SDK in one line; a malformed message names its field (``tools[1].inputSchema.type:
+    Input should be 'object'``), as the loader names a file's."""
     leaf = flat(exc)
+    if isinstance(leaf, ValidationError) and leaf.errors():
+        first = leaf.errors()[0]
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"])
+        more = f" (and {leaf.error_count() - 1} more)" if leaf.error_count() > 1 else ""
+        return f"{where.lstrip('.')}: {first['msg']}{more}"
     text = " ".join(str(leaf).split()) or type(leaf).__name__
     return text if len(text) < 300 else text[:297] + "..."
 

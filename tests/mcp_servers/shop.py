@@ -6,7 +6,9 @@ Settings come from the environment so one script serves every test:
 for counters), ``SHOP_FLAKY`` (how many calls of ``check_stock`` fail first, retryably),
 ``SHOP_CRASH_ONCE`` (the first ``find_customer`` call kills the server), ``SHOP_SLEEP_AFTER_WRITE``
 (seconds ``place_order`` sleeps after its ledger line: a test kills the executor then),
-``SHOP_HANG`` (``quote`` never answers). ``--http PORT`` serves streamable HTTP on 127.0.0.1.
+``SHOP_HANG`` (``quote`` never answers), ``SHOP_RECONCILE`` (``place_order`` names
+``order_status`` as its ``evolve/reconcile`` tool), ``SHOP_BAD_SCHEMA`` (``quote``'s input
+schema is not an object). ``--http PORT`` serves streamable HTTP on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -111,6 +113,10 @@ def order_status(idempotency_key: str) -> dict[str, object]:
 def receipt(order_id: str) -> str:
     """A receipt for an order, as text."""
     return f"receipt for {order_id}"
+
+
+if os.environ.get("SHOP_BAD_SCHEMA"):  # a malformed input schema: arguments that are not named
+    server._tool_manager._tools["quote"].parameters = {"type": "array", "items": {"type": "string"}}
 
 
 if __name__ == "__main__":
