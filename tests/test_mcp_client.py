@@ -162,6 +162,22 @@ def test_a_hanging_call_ends_at_the_task_timeout(catalog: Path, shop: Path,
     assert ledger_lines(shop / "ledger.jsonl") == []
 
 
+def test_a_result_against_the_output_schema_fails_the_task_naming_server_and_tool(
+    catalog: Path, shop: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SHOP_BAD_OUTPUT", "1")
+    ran = evolve("execute", "plan.json", "--problem", catalog, "--mcp", f"shop={SERVER}", *FACTS,
+                 "--out", "run", "--no-report")
+    assert ran.exit_code == 1, ran.output
+    error = outcome(shop / "run")["tasks"]["t3"]["error"]
+    # the SDK's server checks its own result and answers isError (the SDK's client would check
+    # one that got through): the task fails for good, naming the server and the tool
+    assert error.startswith("MCP server shop, tool check_stock: ") and "check_stock" in error[35:]
+    assert outcome(shop / "run")["tasks"]["t4"]["status"] != "done"
+    assert "\n" not in error
+    assert ledger_lines(shop / "ledger.jsonl") == []
+
+
 def test_bad_servers_and_plans_are_one_line_before_the_run(catalog: Path, shop: Path) -> None:
     not_mcp = evolve("import-tools", "--mcp", f"{sys.executable} -c \"print('hello')\"")
     assert not_mcp.exit_code == 2 and "not an MCP server" in not_mcp.output

@@ -8,7 +8,8 @@ for counters), ``SHOP_FLAKY`` (how many calls of ``check_stock`` fail first, ret
 (seconds ``place_order`` sleeps after its ledger line: a test kills the executor then),
 ``SHOP_HANG`` (``quote`` never answers), ``SHOP_RECONCILE`` (``place_order`` names
 ``order_status`` as its ``evolve/reconcile`` tool), ``SHOP_BAD_SCHEMA`` (``quote``'s input
-schema is not an object). ``--http PORT`` serves streamable HTTP on 127.0.0.1.
+schema is not an object), ``SHOP_BAD_OUTPUT`` (``check_stock`` answers against its output
+schema). ``--http PORT`` serves streamable HTTP on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ def check_stock(item: str) -> Annotated[CallToolResult, Stock]:
     if bump("stock") <= int(os.environ.get("SHOP_FLAKY", "0")):
         return CallToolResult(content=[TextContent(type="text", text="stock service busy")],
                               structured_content={"retryable": True}, is_error=True)
+    if os.environ.get("SHOP_BAD_OUTPUT"):  # not what the declared output schema says
+        return CallToolResult(content=[TextContent(type="text", text="maybe")],
+                              structured_content={"in_stock": "maybe"})
     return CallToolResult(content=[TextContent(type="text", text="in stock")],
                           structured_content={"in_stock": True})
 
