@@ -354,3 +354,7 @@ MCP_PLAN_GENERATIONS = 30
 MCP_RUN_WAIT = 3600.0
 """``evolve mcp --wait``: seconds a run the server started keeps waiting for a person (polling
 its journal) before it stops; a decision given through the server resumes a stopped run."""
+MCP_TIMEOUT_SLACK = 1.0
+"""Seconds an MCP call is let run past its task's deadline before the client itself cancels it:
+the executor's own deadline always comes first, so a write cut off by its timeout takes the
+executor's path (reconciled, else unknown), never a retry."""

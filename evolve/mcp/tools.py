@@ -33,6 +33,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from evolve import defaults
 from evolve.execute.tools import Call, ToolFailure, ToolFn
 from evolve.mcp.client import Connection, Lost, connect, one_line
 from evolve.mcp.servers import McpError, ServerSpec
@@ -55,6 +56,12 @@ def retryable(result: types.CallToolResult) -> bool:
         if isinstance(where, Mapping) and where.get(RETRYABLE) is True:
             return True
     return False
+
+
+def left(deadline: float) -> float:
+    """Seconds a call may still take: to the task's deadline and a little past it, so that the
+    executor, not this client, ends a call that hangs (see :data:`evolve.defaults.MCP_TIMEOUT_SLACK`)."""
+    return deadline - time.time() + defaults.MCP_TIMEOUT_SLACK
 
 
 def text_of(result: types.CallToolResult) -> str:
@@ -138,7 +145,7 @@ class McpTool:
         """The call's result; a server that dies is started again, and the call made again on
         it only when that is safe."""
         try:
-            return self.conn.call(self.name, args, meta, deadline - time.time())[0]
+            return self.conn.call(self.name, args, meta, left(deadline))[0]
         except Lost:
             seen = self.conn.generation
         if not self.conn.restart(seen):
@@ -149,7 +156,7 @@ class McpTool:
                               f"whether this write was made is unknown, so it is not made again"
                               f"{self.conn.tail()}")
         try:
-            return self.conn.call(self.name, args, meta, deadline - time.time())[0]
+            return self.conn.call(self.name, args, meta, left(deadline))[0]
         except Lost:
             raise ToolFailure(f"{self.where}: the server died again during the call after a "
                               f"restart{self.conn.tail()}") from None
