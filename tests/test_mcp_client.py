@@ -146,6 +146,20 @@ def test_execute_retries_a_transient_error_and_restarts_a_crashed_server(
     assert out["tasks"]["t4"]["status"] == "done"
 
 
+def test_a_server_that_dies_again_after_its_restart_fails_the_task_with_its_stderr(
+    catalog: Path, shop: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SHOP_CRASHES", "5")
+    ran = evolve("execute", "plan.json", "--problem", catalog, "--mcp", f"shop={SERVER}", *FACTS,
+                 "--out", "run", "--no-report")
+    assert ran.exit_code == 1, ran.output
+    error = outcome(shop / "run")["tasks"]["t1"]["error"]
+    assert error.startswith("MCP server shop, tool find_customer: the server died again")
+    assert "its stderr ends: shop: simulated crash in find_customer" in error
+    assert (shop / "crash.count").read_text() == "2"  # started once more, never a third time
+    assert ledger_lines(shop / "ledger.jsonl") == []
+
+
 def test_a_hanging_call_ends_at_the_task_timeout(catalog: Path, shop: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHOP_HANG", "1")

@@ -4,7 +4,8 @@ counts its side effects in a ledger file, a tool that fails transiently, and a c
 Settings come from the environment so one script serves every test:
 ``SHOP_LEDGER`` (the write's ledger, one JSON line per side effect), ``SHOP_STATE`` (a folder
 for counters), ``SHOP_FLAKY`` (how many calls of ``check_stock`` fail first, retryably),
-``SHOP_CRASH_ONCE`` (the first ``find_customer`` call kills the server), ``SHOP_SLEEP_AFTER_WRITE``
+``SHOP_CRASH_ONCE`` (the first ``find_customer`` call kills the server; ``SHOP_CRASHES``: the
+first N), ``SHOP_SLEEP_AFTER_WRITE``
 (seconds ``place_order`` sleeps after its ledger line: a test kills the executor then),
 ``SHOP_HANG`` (``quote`` never answers), ``SHOP_RECONCILE`` (``place_order`` names
 ``order_status`` as its ``evolve/reconcile`` tool), ``SHOP_BAD_SCHEMA`` (``quote``'s input
@@ -55,7 +56,8 @@ class Order(TypedDict):
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def find_customer(email: str) -> Customer:
     """The customer id of an email address."""
-    if os.environ.get("SHOP_CRASH_ONCE") and bump("crash") == 1:
+    crashes = 1 if os.environ.get("SHOP_CRASH_ONCE") else int(os.environ.get("SHOP_CRASHES", "0"))
+    if crashes and bump("crash") <= crashes:
         print("shop: simulated crash in find_customer", file=sys.stderr, flush=True)
         os._exit(3)
     return {"customer_id": f"c-{email.split('@')[0]}"}
