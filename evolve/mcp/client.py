@@ -38,7 +38,12 @@ logging.getLogger("mcp.client").setLevel(logging.CRITICAL)
 
 
 class Lost(Exception):
-    """The server went away during a call (its process died, its connection closed)."""
+    """The server went away during a call (its process died, its connection closed);
+    ``generation`` is the start the call was made on."""
+
+    def __init__(self, message: str, generation: int) -> None:
+        super().__init__(message)
+        self.generation = generation
 
 
 def flat(exc: BaseException) -> BaseException:
@@ -154,7 +159,7 @@ class Connection:
 
     def session(self) -> tuple[Client, int]:
         if self.client is None:
-            raise Lost("the server is not running")
+            raise Lost("the server is not running", self.generation)
         return self.client, self.generation
 
     def list_tools(self) -> list[dict[str, Any]]:
@@ -196,10 +201,10 @@ class Connection:
             raise TimeoutError(f"no answer within {timeout:g} s") from None
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
-                raise Lost(exc.message) from None
+                raise Lost(exc.message, generation) from None
             raise
         except (OSError, EOFError) as exc:
-            raise Lost(one_line(exc)) from None
+            raise Lost(one_line(exc), generation) from None
 
     def tail(self) -> str:
         """The last lines the server wrote on stderr, for an error message (empty: none)."""

@@ -48,7 +48,7 @@ def served_tools(problem: Problem, used: Iterable[str], specs: Sequence[ServerSp
     from evolve.mcp.tools import mcp_tools  # the SDK, only for a run with servers
 
     needed = set(used)
-    python = load_tools(tools_spec, needed) if tools_spec is not None else {}
+    python = load_tools(tools_spec, needed)  # --tools, and evolve.tools entry points of needed tools
     with mcp_tools(problem, needed, specs, leave=set(python) | people_own(problem)) as toolset:
         yield {**toolset.tools, **python}
 

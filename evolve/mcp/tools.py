@@ -146,8 +146,8 @@ class McpTool:
         it only when that is safe."""
         try:
             return self.conn.call(self.name, args, meta, left(deadline))[0]
-        except Lost:
-            seen = self.conn.generation
+        except Lost as lost:
+            seen = lost.generation
         if not self.conn.restart(seen):
             raise ToolFailure(f"{self.where}: the server died and was not started again (restarted "
                               f"{self.conn.restarts} time(s) already){self.conn.tail()}")
