@@ -176,6 +176,21 @@ def test_a_hanging_call_ends_at_the_task_timeout(catalog: Path, shop: Path,
     assert ledger_lines(shop / "ledger.jsonl") == []
 
 
+def test_a_hand_written_server_with_a_malformed_tool_list_is_one_line(
+    shop: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw = f"{sys.executable} {ROOT / 'tests' / 'mcp_servers' / 'raw.py'}"
+    bad = evolve("import-tools", "--mcp", raw)  # the SDK's client refuses the list
+    assert bad.exit_code == 2 and bad.output.count("\n") == 1, bad.output
+    assert "tools[0].inputSchema.type: Input should be 'object'" in bad.output
+    monkeypatch.setenv("RAW_TOOLS", json.dumps([{"name": "y", "inputSchema": {
+        "type": "object", "properties": {}, "required": ["a"]}}]))
+    odd = evolve("import-tools", "--mcp", raw)  # the SDK takes it; evolve's reader does not
+    assert odd.exit_code == 2 and odd.output.count("\n") == 1, odd.output
+    assert "MCP server server (" in odd.output
+    assert 'tools[0].inputSchema.required[0]: "a" is not among the properties' in odd.output
+
+
 def test_a_result_against_the_output_schema_fails_the_task_naming_server_and_tool(
     catalog: Path, shop: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
