@@ -150,7 +150,7 @@ def progress(as_json: bool) -> Any:
     multiple=True,
     metavar='NAME="CMD ARGS"',
     help="An MCP server (stdio) whose tools the plan's tasks call (repeat for more); with "
-    "--resume, a server of the run started by another command.",
+    "--resume, it replaces the run's server of that name (the run keeps its servers otherwise).",
 )
 @click.option(
     "--mcp-url",
