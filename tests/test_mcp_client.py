@@ -191,6 +191,23 @@ def test_a_hand_written_server_with_a_malformed_tool_list_is_one_line(
     assert 'tools[0].inputSchema.required[0]: "a" is not among the properties' in odd.output
 
 
+def test_every_page_of_a_paginated_tool_list_is_imported(shop: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    def tool(name: str, reads: str, makes: str) -> dict[str, Any]:
+        return {"name": name, "inputSchema": {"type": "object", "properties": {reads: {"type": "string"}},
+                                              "required": [reads]},
+                "outputSchema": {"type": "object", "properties": {makes: {"type": "string"}}}}
+
+    monkeypatch.setenv("RAW_PAGED", "1")
+    tools = [tool("a", "q", "x"), tool("b", "x", "y"), tool("c", "y", "z")]
+    monkeypatch.setenv("RAW_TOOLS", json.dumps(tools))
+    raw = f"{sys.executable} {ROOT / 'tests' / 'mcp_servers' / 'raw.py'}"
+    made = evolve("import-tools", "--mcp", raw, "--out", "paged.yaml", "--goal", "z", "--known", "q")
+    assert made.exit_code == 0, made.output
+    doc = yaml.safe_load((shop / "paged.yaml").read_text())
+    assert list(doc["tools"]) == ["a", "b", "c"] and doc["name"] == "raw"
+
+
 def test_a_result_against_the_output_schema_fails_the_task_naming_server_and_tool(
     catalog: Path, shop: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,6 +1,7 @@
 """An MCP server written by hand, not with the SDK (as servers in the wild are): it answers the
 handshake and then lists a tool whose input schema is not an object, which the SDK's own server
-class would never send. ``RAW_TOOLS`` (JSON) replaces the tool list."""
+class would never send. ``RAW_TOOLS`` (JSON) replaces the tool list; ``RAW_PAGED`` lists it one
+tool a page (``nextCursor``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,12 @@ for line in sys.stdin:
         result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
                   "serverInfo": {"name": "raw", "version": "0"}}
         reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+    elif method == "tools/list" and os.environ.get("RAW_PAGED"):
+        at = int((message.get("params") or {}).get("cursor") or 0)
+        page: dict[str, object] = {"tools": TOOLS[at:at + 1]}
+        if at + 1 < len(TOOLS):
+            page["nextCursor"] = str(at + 1)
+        reply = {"jsonrpc": "2.0", "id": message["id"], "result": page}
     elif method == "tools/list":
         reply = {"jsonrpc": "2.0", "id": message["id"], "result": {"tools": TOOLS}}
     else:
