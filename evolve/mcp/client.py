@@ -131,31 +131,35 @@ class Connection:
     def start(self) -> None:
         """Start (or reach) the server and finish the handshake; a one-line error otherwise."""
         with self.lock:
-            self.client = None
-            try:
-                self.client = self.wait(self._open(), self.connect_timeout, "the handshake")
-            except McpError:
-                raise
-            except Exception as exc:
-                raise McpError(f"MCP server {self.spec.describe()}: not an MCP server, or it failed to "
-                               f"start ({one_line(exc)}){self.tail()}") from None
-            self.generation += 1
+            self.begin()
+
+    def begin(self) -> None:
+        """:meth:`start` with the lock held."""
+        self.client = None
+        try:
+            self.client = self.wait(self._open(), self.connect_timeout, "the handshake")
+        except McpError:
+            raise
+        except Exception as exc:
+            raise McpError(f"MCP server {self.spec.describe()}: not an MCP server, or it failed to "
+                           f"start ({one_line(exc)}){self.tail()}") from None
+        self.generation += 1
 
     def restart(self, seen: int) -> bool:
         """Start the server again after a death seen on start ``seen``; ``False`` when the
         restarts are spent (another thread may have restarted it already: then ``True``)."""
-        with self.lock:
+        with self.lock:  # held throughout: a thread that sees the same death waits, then goes on
             if self.generation != seen:
                 return True
             if self.restarts >= defaults.MCP_RESTARTS:
                 return False
             self.restarts += 1
             self.shut()
-        try:
-            self.start()
-        except McpError:
-            return False
-        return True
+            try:
+                self.begin()
+            except McpError:
+                return False
+            return True
 
     def session(self) -> tuple[Client, int]:
         if self.client is None:
