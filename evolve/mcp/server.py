@@ -298,6 +298,8 @@ def serve(root: Path, *, http_port: int | None, wait: float) -> None:
     """Serve until the client goes (stdio) or the process is stopped (HTTP on 127.0.0.1)."""
     server = build_server(root, wait=wait)
     if http_port is None:
+        if sys.__stdout__ is not None:  # the protocol owns stdout: the SDK claims the real stream
+            sys.stdout = sys.__stdout__  # (not the command line's broken-pipe-safe wrapper)
         server.run()
     else:
         server.run("streamable-http", host=defaults.MCP_HTTP_HOST, port=http_port)
