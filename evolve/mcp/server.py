@@ -33,9 +33,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from evolve import defaults
+from evolve.execute.inbox import decide_in
 from evolve.execute.people import pending as pending_items
 from evolve.execute.records import Verdict
-from evolve.execute.inbox import decide_in
 from evolve.execute.session import read_run
 from evolve.execute.state import RunState
 from evolve.model.errors import EvolveError
