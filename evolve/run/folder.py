@@ -36,7 +36,7 @@ from evolve.problems.rcpsp.problem import is_integer_rcpsp
 from evolve.run import checkpoint
 from evolve.run.checkpoint import fingerprint
 from evolve.run.evaluator import Evaluator
-from evolve.scheduling import schedule
+from evolve.scheduling import Schedule, schedule
 from evolve.search.algorithm import Algorithm, SearchResult, minimize
 from evolve.search.develop import Development
 from evolve.search.loop import Proposer, Search
@@ -110,8 +110,9 @@ def nothing_checkpointed(path: Path) -> bool:
     stopped (a folder with no run in it, or a result without its checkpoint, is refused)."""
     def has(name: str) -> bool:
         return (path / name).exists()
+    # best.json alone is an anytime search's plan so far, written before any checkpoint
     return (not any(has(name) for name in (checkpoint.CHECKPOINT, checkpoint.LEGACY_CHECKPOINT,
-                                            "summary.json", "best.json"))
+                                            "summary.json"))
             and any(has(name) for name in ("events.jsonl", "problem.json")))
 
 
@@ -211,8 +212,10 @@ def run_search(
         emit = event_writer(events, on_generation)
         search: Search | ActivityListGA | HtnSearch
         if isinstance(problem, HtnProblem):
+            # anytime: the first plan and every better one on disk at once (a killed run keeps it)
             search = HtnSearch(problem, evaluator=evaluator, ranking=ranking, options=options,
-                               on_event=emit, fallback=htn_fallback)
+                               on_event=emit, fallback=htn_fallback,
+                               on_best=lambda plan: write_best(out, problem, plan))
         elif activity_ga:
             search = ActivityListGA(problem, evaluator=evaluator, ranking=ranking, options=options,
                                     on_event=emit)
@@ -230,8 +233,7 @@ def run_search(
         worker_failures = evaluator.worker_failures
     seconds = time.perf_counter() - began
     best = result.best
-    sched = schedule(problem, best.plan)
-    (out / "best.json").write_text(dump_json({**best.plan.to_dict(), "schedule": sched.to_dict()}))
+    sched = write_best(out, problem, best.plan)
     scored = (search.cache.values() if isinstance(search, (Search, HtnSearch))
               else [c.evaluation for c in result.population])
     failed = sum(1 for ev in scored if ev.failed is not None)
@@ -261,6 +263,15 @@ def run_search(
     }
     (out / "summary.json").write_text(dump_json(summary))
     return RunOutcome(out_dir=out, result=result, summary=summary)
+
+
+def write_best(out: Path, problem: Problem, plan: Plan) -> Schedule:
+    """``best.json``: the plan and its schedule, replaced atomically (a run killed while writing
+    it leaves the previous one whole); the schedule is returned."""
+    sched = schedule(problem, plan)
+    checkpoint.write_atomically(out / "best.json",
+                                dump_json({**plan.to_dict(), "schedule": sched.to_dict()}).encode())
+    return sched
 
 
 def htn_identity(problem: Problem, fallback: DecompositionFallback | None) -> str:

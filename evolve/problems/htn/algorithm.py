@@ -12,12 +12,19 @@ by the run's evaluator with the run's objectives. Decoding happens in this
 process, in child order, so results are the same for any number of workers,
 and so is what the fallback learns. The search stops (a ``bound``) once its decodings have
 searched a multiple of the first plan's nodes (:meth:`HtnSearch.at_bound`).
+
+The search is anytime: ``on_best`` hears the first plan as soon as the planner finds it (before
+the rest of the first population is decoded) and every better plan at a generation's end, so a
+run folder holds its best plan so far from then on; with ``max_seconds`` every decoding stops at
+the deadline (the first plan's search too, which then fails saying so), and a generation cut
+short by it keeps the children decoded before it.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,8 +122,13 @@ class HtnSearch:
 
     def __init__(self, problem: HtnProblem, *, evaluator: Evaluator, ranking: Ranking,
                  options: SearchOptions, on_event: EventSink | None = None,
-                 fallback: DecompositionFallback | None = None) -> None:
+                 fallback: DecompositionFallback | None = None,
+                 on_best: Callable[[Plan], object] | None = None) -> None:
         self.problem = problem
+        self.on_best = on_best
+        self.written: str | None = None
+        """The hash of the plan ``on_best`` heard last."""
+        self.armed = False
         self.domain = problem.htn()
         self.evaluator = evaluator
         self.ranking = ranking
@@ -145,6 +157,20 @@ class HtnSearch:
 
     # -- decoding -------------------------------------------------------------------------------
 
+    def arm(self) -> None:
+        """Give the planner the run's deadline (``max_seconds`` after the search's clock
+        started: once per process, as a resumed run's clock goes on from its checkpoint)."""
+        if not self.armed and self.options.max_seconds is not None:
+            self.planner.deadline = time.perf_counter() - self.seconds + self.options.max_seconds
+        self.armed = True
+
+    def tell_best(self, plan: Plan) -> None:
+        """Hand ``plan`` to ``on_best`` unless it was the last one handed."""
+        digest = plan_hash(plan)
+        if self.on_best is not None and plan.tasks and digest != self.written:
+            self.on_best(plan)
+            self.written = digest
+
     def decode(self, genome: Genome, rng: np.random.Generator | None, parents: tuple[str, ...],
                operator: str) -> Child:
         outcome = self.planner.plan(genome, RandomChooser(rng) if rng is not None else None,
@@ -154,6 +180,8 @@ class HtnSearch:
         meta: dict[str, Any] = {}
         if isinstance(outcome, NoPlan):
             meta["htn"] = {"no_plan": str(outcome), "nodes": outcome.nodes, "exhausted": outcome.exhausted}
+            if outcome.reason == "seconds":
+                meta["htn"]["out_of_time"] = True
             return Child(Plan(), genome, parents, operator, meta)
         meta["htn"] = {"choices": genome_doc(outcome.genome), "nodes": outcome.nodes,
                        "depth_limit": outcome.limit}
@@ -164,6 +192,7 @@ class HtnSearch:
         can be found (a small domain may have fewer plans than the population)."""
         self.budget = self.first_depth = None
         made = [self.decode((), None, (), "htn_first")]
+        self.tell_best(made[0].plan)
         first_nodes = made[0].meta["htn"]["nodes"]
         self.first_depth = made[0].meta["htn"].get("depth_limit")  # the others start where it was found
         self.budget = min(self.domain.max_nodes, max(defaults.HTN_DECODE_MIN_NODES,
@@ -171,9 +200,11 @@ class HtnSearch:
         self.allowance = max(defaults.HTN_SEARCH_MIN_NODES, defaults.HTN_SEARCH_FACTOR * first_nodes)
         seen = {plan_hash(made[0].plan)}
         for attempt in range(2 * self.options.population):
-            if len(made) >= self.options.population:
+            if len(made) >= self.options.population or self.planner.past_deadline():
                 break
             child = self.decode((), child_rng(self.options.seed, 0, attempt), (), "htn_random")
+            if child.meta["htn"].get("out_of_time"):
+                break
             digest = plan_hash(child.plan)
             if digest not in seen:
                 seen.add(digest)
@@ -210,6 +241,8 @@ class HtnSearch:
             if changed is not None:
                 genome, names = changed, [*names, "choice"]
             child = self.decode(genome, rng, used, "+".join(names) or "copy")
+            if child.meta["htn"].get("out_of_time"):
+                return child
             digest = plan_hash(child.plan)
             if digest not in self.cache and digest not in known:
                 return child
@@ -261,17 +294,25 @@ class HtnSearch:
     # -- the Algorithm protocol -----------------------------------------------------------------
 
     def start(self) -> None:
+        self.arm()
         self.generation = 0
         self.emit({"event": "generation_start", "generation": 0})
         self.population = self.rank(self.score(self.initial(), 0))
         self.end_generation()
 
     def step(self) -> None:
+        self.arm()
         self.generation += 1
         self.emit({"event": "generation_start", "generation": self.generation})
         survivors = self.population[: self.options.keep]
-        children = [self.breed(survivors, self.generation, i)
-                    for i in range(self.options.population - len(survivors))]
+        children = []
+        for i in range(self.options.population - len(survivors)):
+            if self.planner.past_deadline():
+                break
+            child = self.breed(survivors, self.generation, i)
+            if child.meta.get("htn", {}).get("out_of_time"):
+                break  # cut by the deadline: no plan, and no more time to find one
+            children.append(child)
         self.population = self.rank(survivors + self.score(children, self.generation))
         self.end_generation()
 
@@ -282,6 +323,7 @@ class HtnSearch:
         key = self.ranking.key(self.population[0].evaluation)
         self.stale = 0 if not self.best_key or key < self.best_key else self.stale + 1
         self.best_key = key if not self.best_key else min(key, self.best_key)
+        self.tell_best(self.population[0].plan)
 
     def best_values(self) -> Mapping[str, float]:
         return self.population[0].evaluation.values
@@ -297,8 +339,10 @@ class HtnSearch:
         :data:`~evolve.defaults.HTN_SEARCH_FACTOR` times the first plan's nodes (at least
         :data:`~evolve.defaults.HTN_SEARCH_MIN_NODES`): its cost stays proportional to what
         finding one plan cost, in nodes, so the same run stops at the same generation on
-        any machine; the best plan kept is never worse than the first (survivors stay)."""
-        if self.allowance is not None and self.spent >= self.allowance:
+        any machine; the best plan kept is never worse than the first (survivors stay). A run
+        given ``max_seconds`` has no such bound: it improves its plan until the time is up."""
+        if self.options.max_seconds is None and self.allowance is not None \
+                and self.spent >= self.allowance:
             return (f"the search over method choices searched {self.spent} nodes, "
                     f">= {defaults.HTN_SEARCH_FACTOR} x the first plan's (at least "
                     f"{defaults.HTN_SEARCH_MIN_NODES})")
@@ -327,6 +371,7 @@ class HtnSearch:
         self.budget, self.first_depth = state.get("budget"), state.get("first_depth")
         self.spent, self.allowance = state.get("spent", 0), state.get("allowance")
         self.planner = Planner(self.domain, self.fallback, self.learned)
+        self.armed = False
         loader = getattr(self.fallback, "restore_checkpoint", None)
         if callable(loader) and state.get("fallback") is not None:
             loader(state["fallback"])

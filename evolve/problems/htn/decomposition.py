@@ -61,7 +61,8 @@ class Decomposition:
 @dataclass(frozen=True)
 class NoPlan:
     """No plan: ``reason`` is ``no-plan`` (the space is exhausted: there is none), ``depth``
-    (none within max_depth, which cut the search) or ``budget`` (max_nodes ran out first);
+    (none within max_depth, which cut the search), ``budget`` (max_nodes ran out first) or
+    ``seconds`` (the planner's deadline, a run's ``--max-seconds``, came first);
     ``blocked`` names what stopped the deepest attempt and ``limit`` the limit's value."""
 
     reason: str
@@ -73,6 +74,9 @@ class NoPlan:
         if self.reason == "budget":
             return (f"no plan within max_nodes {self.limit} (the node budget ran out; raise "
                     f"--max-nodes); deepest attempt: {self.blocked}")
+        if self.reason == "seconds":
+            return (f"no plan within max-seconds (the time ran out after {self.nodes} nodes; raise "
+                    f"--max-seconds); deepest attempt: {self.blocked}")
         if self.reason == "depth":
             return (f"no plan within max_depth {self.limit} (the depth limit cut the search; raise "
                     f"--max-depth); deepest attempt: {self.blocked}")

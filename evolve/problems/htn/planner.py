@@ -36,6 +36,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -85,6 +86,9 @@ CAP_GROWTH = 4
 ANCHORED = 8
 """A task with at least this many methods has only the methods whose anchor fact holds tried
 (see :meth:`Planner.candidates`); with fewer, all are (the index would not pay)."""
+CLOCK_EVERY = 256
+"""Nodes between two looks at the clock when a search has a deadline (a node costs microseconds
+to a few milliseconds, so the deadline is met to a few hundredths of a second)."""
 STATE_CACHE = 16
 """States whose relaxed costs the best-first search keeps (most nodes only decompose, keeping
 their parent's state)."""
@@ -149,6 +153,8 @@ class Planner:
         self.checks: dict[str, Check] = {}
         self.op_checks: dict[str, Check] = {}
         self.anchors: dict[str, tuple[dict[str, list[int]], list[int]]] = {}
+        self.deadline: float | None = None
+        """A :func:`time.perf_counter` time at which every search ends (``seconds``), or None."""
 
     @property
     def cached_methods(self) -> tuple[Method, ...]:
@@ -187,7 +193,8 @@ class Planner:
             # small domain needs), then the heuristic search with what is left
             quick = self.search(root, start, {}, None, use_fallback=True,
                                 max_nodes=min(total, defaults.HTN_DEPTH_FIRST_NODES))
-            if isinstance(quick, Decomposition) or not quick.exhausted or quick.nodes >= total:
+            if isinstance(quick, Decomposition) or not quick.exhausted or quick.nodes >= total \
+                    or quick.reason == "seconds":
                 return quick
             guided = self.best_first(root, start, total - quick.nodes)
             return replace(guided, nodes=guided.nodes + quick.nodes)
@@ -217,7 +224,7 @@ class Planner:
                 if isinstance(outcome, Decomposition):
                     return replace(outcome, nodes=used, limit=limit)
                 last = outcome
-                if outcome.reason == "no-plan":  # exhausted, nothing cut: there is no plan
+                if outcome.reason in ("no-plan", "seconds"):  # no plan, or no time left
                     return replace(outcome, nodes=used)
                 if outcome.reason == "depth":  # exhausted within this limit: close it
                     limits = [x for x in limits if x > limit]
@@ -245,6 +252,8 @@ class Planner:
                 return finished(node, nodes)
             if nodes >= budget:
                 return self.out_of_budget(nodes)
+            if nodes % CLOCK_EVERY == 1 and self.past_deadline():
+                return self.out_of_time(nodes)
             key, depths = network_key(node)
             before = seen.get(key)
             if before is not None and len(before) == len(depths) and \
@@ -291,6 +300,8 @@ class Planner:
                 return finished(node, nodes)
             if nodes >= budget:
                 return self.out_of_budget(nodes)
+            if nodes % CLOCK_EVERY == 1 and self.past_deadline():
+                return self.out_of_time(nodes)
             facts = frozenset(node.state.items())
             key = (facts, node.pending.network[0])
             if key in seen:
@@ -317,6 +328,13 @@ class Planner:
     def out_of_budget(self, nodes: int) -> NoPlan:
         """The outcome of a search that spent its node budget (``nodes``) before finishing."""
         return NoPlan("budget", self.deepest[1] or "nothing tried", nodes, self.domain.max_nodes)
+
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.perf_counter() >= self.deadline
+
+    def out_of_time(self, nodes: int) -> NoPlan:
+        """The outcome of a search stopped by :attr:`deadline` after ``nodes``."""
+        return NoPlan("seconds", self.deepest[1] or "nothing tried", nodes)
 
     def exhausted(self, nodes: int) -> NoPlan:
         """The outcome of a search whose open nodes ran out after ``nodes``: ``depth`` when the
