@@ -20,6 +20,8 @@ from evolve.problems.htn import Planner, htn_problem_from_dict
 from evolve.problems.htn.decomposition import Decomposition, NoPlan
 from evolve.problems.htn.domain import holds
 from evolve.problems.htn.hddl import GOAL_OPERATOR, read_hddl
+from evolve.problems.htn.hddl_syntax import read_files
+from evolve.problems.htn.hddl_verify import verify
 from evolve.problems.htn.problem import GOAL_TASK
 
 RING = """(define (domain ring)
@@ -75,6 +77,8 @@ def test_a_run_killed_after_its_first_plan_leaves_a_valid_best_json(tmp_path: Pa
     best = json.loads((out / "best.json").read_text())
     assert best["tasks"] and "schedule" in best
     assert replays(d, p, best["tasks"]) == []
+    verdict = verify(*read_files(d, p), (out / "best.ipc").read_text())  # the competition's format
+    assert verdict.valid, verdict.faults
 
 
 def replays(domain_file: Path, problem_file: Path, tasks: list[dict[str, Any]]) -> list[str]:

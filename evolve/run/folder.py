@@ -77,7 +77,7 @@ def new_run_dir(root: str | Path = RUNS_DIR) -> Path:
 
 
 RUN_FILES = ("events.jsonl", checkpoint.CHECKPOINT, checkpoint.LEGACY_CHECKPOINT, "summary.json",
-             "best.json", "problem.json", "report.html")
+             "best.json", "best.ipc", "problem.json", "report.html")
 """What a run writes into its folder: a folder holding any of them holds a run."""
 
 
@@ -215,7 +215,7 @@ def run_search(
             # anytime: the first plan and every better one on disk at once (a killed run keeps it)
             search = HtnSearch(problem, evaluator=evaluator, ranking=ranking, options=options,
                                on_event=emit, fallback=htn_fallback,
-                               on_best=lambda plan: write_best(out, problem, plan))
+                               on_best=lambda plan, ipc: write_best(out, problem, plan, ipc))
         elif activity_ga:
             search = ActivityListGA(problem, evaluator=evaluator, ranking=ranking, options=options,
                                     on_event=emit)
@@ -265,10 +265,13 @@ def run_search(
     return RunOutcome(out_dir=out, result=result, summary=summary)
 
 
-def write_best(out: Path, problem: Problem, plan: Plan) -> Schedule:
+def write_best(out: Path, problem: Problem, plan: Plan, ipc: str | None = None) -> Schedule:
     """``best.json``: the plan and its schedule, replaced atomically (a run killed while writing
-    it leaves the previous one whole); the schedule is returned."""
+    it leaves the previous one whole); the schedule is returned. ``ipc``, an HDDL problem's plan
+    in the competition's format (what its verifiers read), goes to ``best.ipc`` first."""
     sched = schedule(problem, plan)
+    if ipc is not None:
+        checkpoint.write_atomically(out / "best.ipc", ipc.encode())
     checkpoint.write_atomically(out / "best.json",
                                 dump_json({**plan.to_dict(), "schedule": sched.to_dict()}).encode())
     return sched

@@ -35,8 +35,10 @@ from evolve.fitness.evaluation import Evaluation
 from evolve.model.errors import InfeasibleProblem, RunFailed
 from evolve.model.patch import diff_plans
 from evolve.model.plan import Plan, plan_hash
-from evolve.problems.htn.decomposition import Choice, Genome, NoPlan
+from evolve.problems.htn.decomposition import Choice, Decomposition, Genome, NoPlan
 from evolve.problems.htn.fallback import DecompositionFallback
+from evolve.problems.htn.hddl import GOAL_OPERATOR, ROOT_TASK
+from evolve.problems.htn.hddl_plans import ipc_plan
 from evolve.problems.htn.planner import Learned, Planner
 from evolve.problems.htn.problem import HtnProblem, to_plan
 from evolve.search.algorithm import Candidate, EventSink, SearchResult, generation_end
@@ -80,6 +82,7 @@ class Child:
     parents: tuple[str, ...]
     operator: str
     meta: dict[str, Any] = field(default_factory=dict)
+    tree: Decomposition | None = None
 
 
 def genome_doc(genome: Genome) -> dict[str, Any]:
@@ -123,13 +126,16 @@ class HtnSearch:
     def __init__(self, problem: HtnProblem, *, evaluator: Evaluator, ranking: Ranking,
                  options: SearchOptions, on_event: EventSink | None = None,
                  fallback: DecompositionFallback | None = None,
-                 on_best: Callable[[Plan], object] | None = None) -> None:
+                 on_best: Callable[[Plan, str | None], object] | None = None) -> None:
         self.problem = problem
         self.on_best = on_best
         self.written: str | None = None
         """The hash of the plan ``on_best`` heard last."""
         self.armed = False
+        self.trees: dict[str, Decomposition] = {}
+        """The decompositions of the population's plans, by plan hash (for ``on_best``)."""
         self.domain = problem.htn()
+        self.hddl = self.domain.goal == ROOT_TASK and GOAL_OPERATOR in self.domain.operators
         self.evaluator = evaluator
         self.ranking = ranking
         self.options = options
@@ -164,11 +170,12 @@ class HtnSearch:
             self.planner.deadline = time.perf_counter() - self.seconds + self.options.max_seconds
         self.armed = True
 
-    def tell_best(self, plan: Plan) -> None:
-        """Hand ``plan`` to ``on_best`` unless it was the last one handed."""
+    def tell_best(self, plan: Plan, tree: Decomposition | None) -> None:
+        """Hand ``plan`` to ``on_best`` unless it was the last one handed, with, for a grounded
+        HDDL problem, its decomposition in the competition's plan format (None otherwise)."""
         digest = plan_hash(plan)
         if self.on_best is not None and plan.tasks and digest != self.written:
-            self.on_best(plan)
+            self.on_best(plan, ipc_plan(self.domain, tree) if self.hddl and tree is not None else None)
             self.written = digest
 
     def decode(self, genome: Genome, rng: np.random.Generator | None, parents: tuple[str, ...],
@@ -185,14 +192,14 @@ class HtnSearch:
             return Child(Plan(), genome, parents, operator, meta)
         meta["htn"] = {"choices": genome_doc(outcome.genome), "nodes": outcome.nodes,
                        "depth_limit": outcome.limit}
-        return Child(to_plan(self.domain, outcome), outcome.genome, parents, operator, meta)
+        return Child(to_plan(self.domain, outcome), outcome.genome, parents, operator, meta, outcome)
 
     def initial(self) -> list[Child]:
         """The planner's own first plan (file order), then random decompositions while new ones
         can be found (a small domain may have fewer plans than the population)."""
         self.budget = self.first_depth = None
         made = [self.decode((), None, (), "htn_first")]
-        self.tell_best(made[0].plan)
+        self.tell_best(made[0].plan, made[0].tree)
         first_nodes = made[0].meta["htn"]["nodes"]
         self.first_depth = made[0].meta["htn"].get("depth_limit")  # the others start where it was found
         self.budget = min(self.domain.max_nodes, max(defaults.HTN_DECODE_MIN_NODES,
@@ -280,6 +287,8 @@ class HtnSearch:
                 meta=meta)
             self.serial += 1
             self.genomes[candidate.id] = child.genome
+            if child.tree is not None:
+                self.trees.setdefault(digest, child.tree)
             self.emit(candidate.event(cached))
             out.append(candidate)
         return out
@@ -289,6 +298,8 @@ class HtnSearch:
         ranked = sorted(candidates, key=lambda c: self.ranking.key(c.evaluation))
         alive = {c.id for c in ranked}
         self.genomes = {k: v for k, v in self.genomes.items() if k in alive}
+        plans = {c.hash for c in ranked}
+        self.trees = {k: v for k, v in self.trees.items() if k in plans}
         return ranked
 
     # -- the Algorithm protocol -----------------------------------------------------------------
@@ -323,7 +334,7 @@ class HtnSearch:
         key = self.ranking.key(self.population[0].evaluation)
         self.stale = 0 if not self.best_key or key < self.best_key else self.stale + 1
         self.best_key = key if not self.best_key else min(key, self.best_key)
-        self.tell_best(self.population[0].plan)
+        self.tell_best(self.population[0].plan, self.trees.get(self.population[0].hash))
 
     def best_values(self) -> Mapping[str, float]:
         return self.population[0].evaluation.values
