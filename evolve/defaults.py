@@ -290,6 +290,9 @@ it stops at this limit with its dual bound)."""
 # -- the terminal view (evolve show) ---------------------------------------------------------------
 SHOW_WIDTH = 100
 """Line width of ``evolve show`` when neither ``--width`` nor a terminal gives one."""
+CHAIN_ENDS = 10
+"""A critical path longer than twice this many ids is printed on the terminal as its first and
+last this many with the count between (a 398-step HTN plan's path is 398 ids)."""
 
 # -- authoring a domain from a trace (evolve author) -------------------------------------------
 AUTHOR_CANDIDATES = 8

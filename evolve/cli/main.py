@@ -60,6 +60,7 @@ from evolve.model.validate import evidence_plan, plan_status, validate
 from evolve.problems import load_problem
 from evolve.problems.synthetic import generate_document, save_document
 from evolve.report import write_report
+from evolve.report.terminal import short_chain
 from evolve.run.checkpoint import CHECKPOINT, checkpointed_generation
 from evolve.run.evaluator import capped_jobs
 from evolve.run.folder import new_run_dir, nothing_checkpointed, run_search
@@ -328,7 +329,7 @@ def schedule_table(plan: Plan, sched: Schedule, problem: Problem) -> str:
         rows.append(f"{tid + mark:<8} {tasks[tid].tool:<28} {sched.start[tid]:>9g} "
                     f"{sched.finish[tid]:>9g} {sched.slack[tid]:>8g}  {wave_of[tid]}")
     rows.append(f"makespan {sched.makespan:g}; critical path ({sched.critical_path_length:g}): "
-                f"{' -> '.join(sched.critical_path) or '-'}")
+                f"{short_chain(sched.critical_path)}")
     if sched.unscheduled:
         rows.append(f"not schedulable (on or behind a cycle): {', '.join(sched.unscheduled)}")
     return "\n".join(rows)

@@ -8,6 +8,8 @@ An ``evolve execute`` run folder is drawn as what ran (:func:`execution_text_gan
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import click
 
 from evolve import defaults
@@ -19,6 +21,18 @@ CRITICAL, NORMAL, SLACK = "█", "▒", "·"
 RAN, FAILED, PASSED = "█", "x", "-"
 """An execution's attempts: one that ended done (or reconciled), one that failed (a failure, a
 timeout, an exception, an unknown outcome), one that was skipped or stood in for an assumption."""
+
+
+def short_chain(ids: Sequence[str], ends: int = defaults.CHAIN_ENDS) -> str:
+    """``a -> b -> c``, or for a chain longer than ``2 * ends`` ids its first and last ``ends``
+    with how many are left out, so a long plan's critical path stays one readable line
+    (the whole path is in the run's ``summary.json``)."""
+    if not ids:
+        return "-"
+    if len(ids) <= 2 * ends:
+        return " -> ".join(ids)
+    return (" -> ".join(ids[:ends]) + f" -> ... ({len(ids) - 2 * ends} more) -> "
+            + " -> ".join(ids[-ends:]) + f" ({len(ids)} tasks)")
 
 
 def text_gantt(timeline: Timeline, width: int = defaults.SHOW_WIDTH, color: bool = False) -> str:
@@ -56,7 +70,7 @@ def text_gantt(timeline: Timeline, width: int = defaults.SHOW_WIDTH, color: bool
         limit = "unlimited" if usage.limit is None else f"capacity {num(usage.limit)}"
         name = "tasks running" if usage.name == "slots" else usage.name
         lines.append(f"{name}: peak {num(usage.peak)} ({limit})")
-    chain = " -> ".join(timeline.critical_path) or "-"
+    chain = short_chain(timeline.critical_path)
     lines.append(f"makespan {num(timeline.makespan)}; critical path: {chain}")
     lines.append(f"legend: {CRITICAL} critical  {NORMAL} other  {SLACK} slack")
     if timeline.unscheduled:
