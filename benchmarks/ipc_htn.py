@@ -1,131 +1,152 @@
-"""The competition's HTN problems: every domain's N smallest, converted, planned and verified.
+"""The competition's HTN track: ``evolve run`` on every problem (or every k-th by size), each
+plan verified, beside the competition's own results.
 
-For each domain folder of DIR (the IPC 2020 total-order track's layout: a
-``domain.hddl``, or a ``<problem>-domain.hddl`` beside each problem), its N
-smallest problem files (by size) run in a child process each, under a time
-limit: the HDDL pair is read and grounded, the planner's first plan found, its
-task graph built and scheduled (what ``evolve run DOMAIN PROBLEM`` does before
-the evolutionary search, the garbage collector tuned as it tunes it), and the
-plan checked by :mod:`hddl_verify`, which replays it with PDDL semantics, checks
-the goal, the decomposition of the initial task network and that interfering
-steps are ordered in the task graph.
-With ``--run``, ``evolve run DOMAIN PROBLEM`` itself runs too (``--generations``
-of the search over method choices; its seconds and exit status are printed, its
-plan is not verified here).
+For each domain folder of DIR (the IPC 2020 total-order track's layout: a ``domain.hddl``, or a
+``<problem>-domain.hddl`` beside each problem), the problems sorted by file size, every k-th
+(``--every k``: the 1st, the (k+1)th, ...) or the N smallest (``--n N``). Each one is what a
+user types, ``evolve run DOMAIN PROBLEM --jobs 1 --max-seconds T --generations 1000000``, in its
+own process on one core, killed (SIGKILL) at T seconds of wall time if it has not ended: the
+run is anytime, so its best plan so far is on disk (``best.ipc``, the competition's plan
+format). T covers everything (starting Python, reading and grounding, the first plan, the
+search over method choices), as the competition's limit did. Printed per problem: the seconds
+to the first plan (when ``best.ipc`` first appeared), the final plan's length (actions), the
+verdict of :mod:`evolve.problems.htn.hddl_verify` (written apart from the planner: it replays
+the actions with PDDL semantics, checks the goal and every decomposition, and that the task
+graph in ``best.json`` orders every two interfering steps), and the competition's results
+(``results/`` beside DIR, see its ``SOURCE.md``): HyperTensioN's and Lilotane's fastest
+seconds and the best length any entrant found.
 
-Columns: seconds end to end (loading included) and plan length (actions) next
-to the competition's best plan length where it is known (the source is
-printed; ``-`` where no figure is known here), makespan (unit durations,
-steps that do not interfere in parallel). Seconds leave out what a process pays
-once, before any problem: the interpreter, the imports and loading the compiled
-scheduling kernels (about 1 s here), done in the parent before the children
-fork. The summary prints the targets:
-zero invalid plans, >= 90 % solved, median under 2 s, each under 20 s. Usage::
+Per domain: coverage of evolve, and of HyperTensioN and Lilotane counting only their runs
+within the same T seconds, and the IPC 2023 quality score (best known length / evolve's
+length, the best known including evolve's, so at most 1; 0 when unsolved), summed and as a
+mean. The last lines check the issue's targets. Usage::
 
-    python benchmarks/ipc_htn.py ../shared/data/ipc2020-htn/total-order [--n 3] [--timeout 60]
+    python benchmarks/ipc_htn.py ../shared/data/ipc2020-htn/total-order --every 3 --timeout 60
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
+import json
+import os
+import resource
+import signal
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-
-from evolve.cli.htn import hddl_document
-from evolve.cli.main import cli
-from evolve.model.collector import settle_for_one_search
-from evolve.model.errors import EvolveError
 from evolve.model.plan import Plan, Task
-from evolve.model.problem import Problem, Tool
-from evolve.problems.htn import Decomposition, Planner, htn_problem_from_dict
-from evolve.problems.htn.hddl_plans import action_graph, ipc_plan
+from evolve.problems.htn.hddl_plans import action_graph
 from evolve.problems.htn.hddl_syntax import read_files
 from evolve.problems.htn.hddl_verify import check_graph, verify
-from evolve.problems.htn.heuristic import warm_up
-from evolve.problems.htn.problem import to_plan
-from evolve.scheduling import schedule
 
-BEST_KNOWN = {("Blocksworld-GTOHP", "p02.hddl"): (35, "issue 26 (the competition's plans)")}
-"""The competition's best plan lengths this benchmark knows, with where each comes from."""
+RIVALS = ("HyperTensioN", "Lilotane")
+"""The competition's winner and runner-up, whose coverage within the same seconds is printed."""
 
 
-def problems(folder: Path, n: int) -> list[tuple[Path, Path]]:
-    files = [f for f in folder.glob("*.hddl") if not f.name.endswith("domain.hddl")]
+@dataclass
+class Known:
+    """One problem's results in the competition: each planner's fastest seconds, and the
+    shortest plan any entrant found."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    best: int | None = None
+
+
+def competition(results: Path) -> dict[tuple[str, str], Known]:
+    """(competition domain folder, problem file) -> its results, from ``ipc2020-instances.txt``
+    and ``ipc2020-data.txt`` (see their ``SOURCE.md``); empty when the files are not there."""
+    instances, data = results / "ipc2020-instances.txt", results / "ipc2020-data.txt"
+    if not instances.exists() or not data.exists():
+        return {}
+    by_id: dict[str, tuple[str, str]] = {}
+    for line in instances.read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and "/problems/" in parts[1]:
+            folder, name = parts[1].split("/problems/")
+            by_id[parts[0]] = (folder.rsplit("/", 1)[-1], name)
+    out: dict[tuple[str, str], Known] = {}
+    for line in data.read_text().splitlines():
+        parts = line.split()
+        if len(parts) < 6 or parts[1] not in by_id:
+            continue
+        planner, seconds, length = parts[0], float(parts[3]), int(parts[5])
+        known = out.setdefault(by_id[parts[1]], Known())
+        known.seconds[planner] = min(seconds, known.seconds.get(planner, seconds))
+        known.best = length if known.best is None else min(known.best, length)
+    return out
+
+
+def lookup(table: dict[tuple[str, str], Known], folder: str, name: str) -> Known | None:
+    """The competition's results for our ``folder``/``name`` (our folder names may be longer:
+    ``Freecell-Learned-ECAI-16`` for the competition's ``Freecell-Learned``)."""
+    for (theirs, problem), known in table.items():
+        if problem == name and (folder == theirs or folder.startswith(theirs + "-")):
+            return known
+    return None
+
+
+def problems(folder: Path, every: int | None, n: int | None) -> list[tuple[Path, Path]]:
+    """The folder's problems by size (then name): every ``every``-th, or the ``n`` smallest."""
+    files = sorted((f for f in folder.glob("*.hddl") if not f.name.endswith("domain.hddl")),
+                   key=lambda f: (f.stat().st_size, f.name))
+    chosen = files[::every] if every else files[:n]
     out = []
-    for f in sorted(files, key=lambda f: (f.stat().st_size, f.name))[:n]:
+    for f in chosen:
         own = f.with_name(f.stem + "-domain.hddl")
         out.append((own if own.exists() else folder / "domain.hddl", f))
     return out
 
 
-def measure(domain_file: Path, problem_file: Path, run: bool, generations: int) -> dict[str, Any]:
-    """One problem, end to end (in a child process)."""
-    row: dict[str, Any] = {"converted": False, "solved": False, "valid": None, "why": ""}
+def run(domain_file: Path, problem_file: Path, timeout: float, workdir: Path) -> dict[str, Any]:
+    """``evolve run`` on one problem, killed at ``timeout`` seconds; its plan verified."""
+    out = workdir / f"{problem_file.parent.name}-{problem_file.stem}"
+    command = [sys.executable, "-m", "evolve", "run", str(domain_file), str(problem_file), "--jobs", "1",
+               "--max-seconds", f"{timeout:g}", "--generations", "1000000", "--out", str(out),
+               "--force", "--no-report", "--json"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
-    try:
-        problem = htn_problem_from_dict(hddl_document(str(domain_file), str(problem_file), None, None),
-                                        str(problem_file))
-    except EvolveError as exc:
-        row.update(why=str(exc).split(": ", 1)[-1][:90], seconds=time.perf_counter() - began)
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                             start_new_session=True)
+    first: float | None = None
+    while child.poll() is None and time.perf_counter() - began < timeout:
+        if first is None and (out / "best.ipc").exists():
+            first = time.perf_counter() - began
+        time.sleep(0.02)
+    killed = child.poll() is None
+    if killed:
+        os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    seconds = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
+    stderr = child.stderr.read().decode(errors="replace") if child.stderr else ""
+    row: dict[str, Any] = {"seconds": seconds, "cpu": cpu, "killed": killed, "exit": child.returncode,
+                           "first": first, "valid": None, "length": None, "why": ""}
+    if not (out / "best.ipc").exists():
+        lines = [line for line in stderr.splitlines() if line.strip()]
+        row["why"] = ("timeout" if killed else lines[-1] if lines else f"exit {child.returncode}")[:100]
         return row
-    row.update(converted=True, ground=time.perf_counter() - began,
-               operators=len(problem.htn().operators), methods=len(problem.htn().methods))
-    settle_for_one_search()  # as `evolve run` does once its problem is read
-    outcome = Planner(problem.htn()).plan()
-    if not isinstance(outcome, Decomposition):
-        row.update(why=str(outcome)[:90], seconds=time.perf_counter() - began, nodes=outcome.nodes)
-        return row
-    plan = to_plan(problem.htn(), outcome)
-    makespan = schedule(problem, plan).makespan
-    row.update(solved=True, seconds=time.perf_counter() - began, nodes=outcome.nodes,
-               length=len(outcome.steps) - 1, makespan=makespan)
-    verdict = verify(*read_files(domain_file, problem_file), ipc_plan(problem.htn(), outcome))
-    faults = verdict.faults + check_graph(verdict, *action_graph(plan))
-    row.update(valid=not faults, why="; ".join(faults)[:90])
-    if run:
-        row.update(run_command(domain_file, problem_file, generations))
-    return row
-
-
-def run_command(domain_file: Path, problem_file: Path, generations: int) -> dict[str, Any]:
-    """``evolve run DOMAIN PROBLEM`` as a user types it; its seconds and exit status."""
-    began = time.perf_counter()
-    out = Path(f"/tmp/ipc_htn_run_{problem_file.parent.name}_{problem_file.stem}")
-    result = CliRunner().invoke(cli, ["run", str(domain_file), str(problem_file), "--generations",
-                                      str(generations), "--jobs", "1", "--out", str(out), "--force",
-                                      "--no-report", "--json"])
-    return {"run_seconds": time.perf_counter() - began, "run_exit": result.exit_code}
-
-
-def child(queue: Any, domain_file: Path, problem_file: Path, run: bool, generations: int) -> None:
+    if first is None:  # written between the last look and the end
+        first = row["first"] = seconds
+    text = (out / "best.ipc").read_text()
+    verdict = verify(*read_files(domain_file, problem_file), text)
+    faults = list(verdict.faults)
     try:
-        queue.put(measure(domain_file, problem_file, run, generations))
-    except Exception as exc:  # a bug: reported in the row, the benchmark goes on
-        queue.put({"converted": False, "solved": False, "valid": None,
-                   "why": f"crash {type(exc).__name__}: {exc}"[:90]})
-
-
-def timed(domain_file: Path, problem_file: Path, timeout: float, run: bool,
-          generations: int) -> dict[str, Any]:
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    process = context.Process(target=child, args=(queue, domain_file, problem_file, run, generations))
-    began = time.perf_counter()
-    process.start()
-    try:
-        row: dict[str, Any] = queue.get(timeout=timeout)
-    except Exception:
-        row = {"converted": False, "solved": False, "valid": None, "why": f"timeout {timeout:g} s"}
-    process.join(1)
-    if process.is_alive():
-        process.kill()
-        process.join()
-    row.setdefault("seconds", time.perf_counter() - began)
+        tasks = json.loads((out / "best.json").read_text())["tasks"]  # HDDL names: not plan_from_dict's
+        actions, deps = action_graph(Plan(tasks=tuple(Task(id=t["id"], tool=t["tool"], deps=tuple(t["deps"]))
+                                                      for t in tasks)))
+        if len(actions) == len(verdict.actions):  # the same plan (a kill between the two writes)
+            faults += check_graph(verdict, actions, deps)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        faults.append(f"best.json unreadable: {exc}")
+    row.update(valid=not faults, length=len(verdict.actions), why="; ".join(faults)[:100])
     return row
 
 
@@ -136,52 +157,87 @@ def fmt(value: Any, spec: str = "") -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dir", type=Path)
-    parser.add_argument("--n", type=int, default=3, help="Smallest problems per domain.")
-    parser.add_argument("--timeout", type=float, default=60.0, help="Seconds per problem.")
+    parser.add_argument("--every", type=int, default=None, help="Every k-th problem by size.")
+    parser.add_argument("--n", type=int, default=None, help="The N smallest problems (default 3).")
+    parser.add_argument("--timeout", type=float, default=60.0, help="Wall seconds per problem.")
     parser.add_argument("--domains", nargs="*", default=None, help="Only these domain folders.")
-    parser.add_argument("--run", action="store_true", help="Also time `evolve run DOMAIN PROBLEM`.")
-    parser.add_argument("--generations", type=int, default=2, help="Generations of --run.")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="The competition's results folder (default: DIR/../results).")
     args = parser.parse_args()
+    if args.every is None and args.n is None:
+        args.n = 3
+    table = competition(args.results or args.dir.parent / "results")
     folders = sorted(p for p in args.dir.iterdir() if p.is_dir() and (args.domains is None
                                                                        or p.name in args.domains))
-    schedule(Problem(tools={"t": Tool("t", 1.0)}), Plan(tasks=(Task(id="t1", tool="t"),)))  # kernels
-    warm_up()
-    rows = []
-    print(f"{'domain':<26}{'problem':<26}{'conv':>5}{'solved':>7}{'valid':>6}{'sec':>7}{'len':>5}"
-          f"{'best':>5}{'span':>6}{'nodes':>8}{'run s':>7}  note")
-    for folder in folders:
-        for domain_file, problem_file in problems(folder, args.n):
-            row = timed(domain_file, problem_file, args.timeout, args.run, args.generations)
-            best = BEST_KNOWN.get((folder.name, problem_file.name))
-            row.update(domain=folder.name, problem=problem_file.name, best=best)
-            rows.append(row)
-            note = row["why"] or (f"best from {best[1]}" if best else "")
-            valid = {True: "y", False: "N", None: "-"}[row["valid"]]
-            print(f"{folder.name[:25]:<26}{problem_file.name[:25]:<26}{'y' if row['converted'] else 'n':>5}"
-                  f"{'y' if row['solved'] else 'n':>7}{valid:>6}"
-                  f"{row['seconds']:>7.2f}{fmt(row.get('length')):>5}{fmt(best and best[0]):>5}"
-                  f"{fmt(row.get('makespan'), 'g'):>6}{fmt(row.get('nodes')):>8}"
-                  f"{fmt(row.get('run_seconds'), '.2f'):>7}  {note}", flush=True)
-    solved = [r for r in rows if r["solved"]]
+    limit = args.timeout
+    print(f"{limit:g} s wall per problem, one core (cpu s: the run's processor seconds, "
+          f"less than the wall's on a loaded machine); results: "
+          f"{'the competition (IPC 2020)' if table else 'none found'}")
+    print(f"{'domain':<24}{'problem':<26}{'first s':>8}{'cpu s':>7}{'len':>6}{'valid':>6}{'best':>6}"
+          f"{'score':>6}{'HyperT s':>9}{'Lilot s':>8}  note")
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="ipc_htn_") as work:
+        for folder in folders:
+            for domain_file, problem_file in problems(folder, args.every, args.n):
+                row = run(domain_file, problem_file, limit, Path(work))
+                known = lookup(table, folder.name, problem_file.name)
+                best = known.best if known else None
+                if row["length"] is not None and row["valid"]:
+                    top = row["length"] if best is None else min(best, row["length"])
+                    row["score"] = top / row["length"] if row["length"] else 1.0
+                else:
+                    row["score"] = 0.0
+                row.update(domain=folder.name, problem=problem_file.name, best=best,
+                           rivals={r: (known.seconds.get(r) if known else None) for r in RIVALS})
+                rows.append(row)
+                valid = {True: "y", False: "N", None: "-"}[row["valid"]]
+                print(f"{folder.name[:23]:<24}{problem_file.name[:25]:<26}{fmt(row['first'], '.2f'):>8}"
+                      f"{row['cpu']:>7.1f}{fmt(row['length']):>6}{valid:>6}{fmt(best):>6}{row['score']:>6.2f}"
+                      f"{fmt(row['rivals']['HyperTensioN'], '.2f'):>9}"
+                      f"{fmt(row['rivals']['Lilotane'], '.2f'):>8}"
+                      f"  {row['why']}", flush=True)
+    summarize(rows, limit)
+
+
+def summarize(rows: list[dict[str, Any]], limit: float) -> None:
+    """Coverage and quality per domain, then the issue's targets."""
+    def solved(r: dict[str, Any]) -> bool:
+        return bool(r["valid"])
+
+    def rival(r: dict[str, Any], name: str) -> bool:
+        seconds = r["rivals"][name]
+        return seconds is not None and seconds <= limit
+
+    print(f"\n{'domain':<26}{'problems':>9}{'evolve':>7}{'HyperT':>7}{'Lilot':>7}{'quality':>9}{'mean':>6}")
+    for name in dict.fromkeys(r["domain"] for r in rows):
+        mine = [r for r in rows if r["domain"] == name]
+        quality = sum(r["score"] for r in mine)
+        scored = [r["score"] for r in mine if solved(r)]
+        print(f"{name[:25]:<26}{len(mine):>9}{sum(map(solved, mine)):>7}"
+              f"{sum(rival(r, 'HyperTensioN') for r in mine):>7}{sum(rival(r, 'Lilotane') for r in mine):>7}"
+              f"{quality:>9.2f}{fmt(statistics.mean(scored) if scored else None, '.2f'):>6}")
+    ours = [r for r in rows if solved(r)]
+    hyper = sum(rival(r, "HyperTensioN") for r in rows)
+    lilo = sum(rival(r, "Lilotane") for r in rows)
     invalid = [r for r in rows if r["valid"] is False]
-    seconds = [r["seconds"] for r in rows]
-    worst = max(seconds) if seconds else 0.0
-    median = statistics.median(seconds) if seconds else 0.0
-    share = len(solved) / len(rows) if rows else 0.0
-    print(f"\nproblems {len(rows)}  converted {sum(r['converted'] for r in rows)}  solved {len(solved)} "
-          f"({100 * share:.0f} %)  invalid plans {len(invalid)}")
-    print(f"seconds end to end: median {median:.2f}  max {worst:.2f}  (unsolved count at their time)")
-    known = [r for r in solved if r["best"]]
-    print(f"plan length vs the competition's best: {sum(r['length'] <= r['best'][0] for r in known)} of "
-          f"{len(known)} known no longer")
-    print("targets: invalid plans 0 " + ("met" if not invalid else "MISSED") +
-          f"; solved >= 90 % {'met' if share >= 0.9 else 'MISSED'}"
-          f"; median < 2 s {'met' if median < 2 else 'MISSED'}"
-          f"; each < 20 s {'met' if worst < 20 else 'MISSED'}")
-    if args.run:
-        runs = [r for r in rows if "run_seconds" in r]
-        print(f"evolve run: {sum(r['run_exit'] == 0 for r in runs)} of {len(runs)} exit 0, median "
-              f"{statistics.median([r['run_seconds'] for r in runs]) if runs else 0:.2f} s")
+    scores = [r["score"] for r in ours]
+    shorter = [r for r in ours if r["best"] is not None and r["length"] < r["best"]]
+    both = [(r["first"], r["rivals"]["HyperTensioN"]) for r in ours if rival(r, "HyperTensioN")]
+    ratio = statistics.median(a / max(b, 0.01) for a, b in both) if both else None
+    print(f"\nproblems {len(rows)}  solved: evolve {len(ours)}, HyperTensioN {hyper}, Lilotane {lilo} "
+          f"(theirs: their competition runs within {limit:g} s)  invalid plans {len(invalid)}")
+    mean = statistics.mean(scores) if scores else None
+    print(f"quality (IPC 2023 score) over evolve's solved: mean {fmt(mean, '.3f')}"
+          f", shorter than the best known on {len(shorter)}; total score {sum(r['score'] for r in rows):.2f}")
+    print(f"seconds to the first plan where HyperTensioN also solved: median ratio evolve/HyperTensioN "
+          f"{fmt(ratio, '.1f')} over {len(both)}")
+    print("targets: invalid plans 0 " + ("met" if not invalid else "MISSED")
+          + f"; solved >= HyperTensioN {'met' if len(ours) >= hyper else 'MISSED'}"
+          + f"; solved > Lilotane {'met' if len(ours) > lilo else 'MISSED'}"
+          + f"; mean quality >= 0.97 {'met' if mean is not None and mean >= 0.97 else 'MISSED'}"
+          + f"; shorter than best known on >= 1 {'met' if shorter else 'MISSED'}"
+          + "; median time within 3x of HyperTensioN "
+          + ("met" if ratio is not None and ratio <= 3 else "MISSED"))
 
 
 if __name__ == "__main__":
