@@ -140,6 +140,8 @@ class Grounder:
         self.compiled_pre: dict[tuple[int, frozenset[str]], list[tuple[Literal | None, Sexp]]] = {}
         self.keep_alive: list[Sexp] = []  # the nodes compiled_pre's ids name
         self.tried: dict[int, set[tuple[str, ...]]] = {}  # by id of a method definition (kept by the domain)
+        self.kept: dict[str, tuple[int, ...]] = {}
+        """An action's parameter positions its instances keep, when a precondition leaves some open."""
 
     def fail(self, message: str) -> InputError:
         return InputError(self.source, "", message)
@@ -312,6 +314,13 @@ class Grounder:
         joined = [*relations, *((tuple(str(a) for a in c[1:]), self.facts.setdefault(str(c[0]), Relation()))
                                 for c, _, _ in parts if isinstance(c, tuple) and c and str(c[0]) in
                                 self.domain.predicates and all(isinstance(a, str) for a in c))]
+        for c, _, _ in parts:  # (= ?v object): ?v is bound, not run over its type and refused
+            if isinstance(c, tuple) and len(c) == 3 and c[0] == "=" and all(isinstance(a, str) for a in c):
+                var, value = sorted((str(c[1]), str(c[2])), key=lambda t: not t.startswith("?"))
+                if var.startswith("?") and not value.startswith("?") and var in types:
+                    only = Relation()
+                    only.add((value,))
+                    joined.append(((var,), only))
         joined_vars = [{t for t in terms if t.startswith("?")} for terms, _ in joined]
 
         def consistent(binding: dict[str, str], fresh: set[str]) -> bool:
@@ -401,6 +410,21 @@ class Grounder:
             return None
         return [(str(effect[0]), tuple(str(t) for t in effect[1:]))]
 
+    def substitute(self, terms: tuple[str, ...], binding: Mapping[str, str],
+                   params: Typed) -> Iterator[tuple[str, ...]]:
+        """``terms`` under ``binding``; a parameter it leaves open runs over its type's objects."""
+        args = tuple(binding.get(t, t) for t in terms)
+        opens = [i for i, t in enumerate(args) if t.startswith("?")]
+        if not opens:
+            yield args
+            return
+        types = dict(params)
+        for combo in itertools.product(*(self.objects.of(types[args[i]]) for i in opens)):
+            filled = list(args)
+            for i, value in zip(opens, combo):
+                filled[i] = value
+            yield tuple(filled)
+
     def relax(self) -> None:
         """The facts and actions reachable when deletes are ignored (a superset of every
         reachable state's); afterwards an atom outside it counts as false. Semi-naive: an
@@ -408,10 +432,24 @@ class Grounder:
         the added atoms are made here (by substitution, when the effect is a plain
         conjunction); an action's operator is made when a method instance first uses it
         (:meth:`action`), as most reachable actions are used by none (Hiking p04: 34,327
-        reachable, 3,200 used)."""
+        reachable, 3,200 used).
+
+        A parameter no precondition mentions (Woodworking's actions have up to five, bound only
+        by the constants of the methods that call them) is left open: the action is joined
+        over its other parameters, an added atom that names it is added for every object of
+        its type (the relaxation may only grow), and the action's instances keep the other
+        positions only; a method's call binds the rest (:meth:`instantiate`). Enumerating them
+        here was the product of their types' sizes (Woodworking p14: still grounding after
+        150 s)."""
         done: dict[str, dict[tuple[str, ...], None]] = {name: {} for name in self.domain.actions}
         plain = {a.name: None if self.reference else self.adds(a.effect, frozenset(v for v, _ in a.params))
                  for a in self.domain.actions.values()}
+        params: dict[str, Typed] = {}
+        for a in self.domain.actions.values():
+            used = free_vars(a.pre)
+            if plain[a.name] is not None and any(v not in used for v, _ in a.params):
+                self.kept[a.name] = tuple(i for i, (v, _) in enumerate(a.params) if v in used)
+            params[a.name] = tuple(a.params[i] for i in self.kept.get(a.name, range(len(a.params))))
         reads = {a.name: {str(c[0]) for c in conjuncts(a.pre) if isinstance(c, tuple) and c}
                  for a in self.domain.actions.values()}
         grown: set[str] | None = None
@@ -420,18 +458,21 @@ class Grounder:
             for action in self.domain.actions.values():
                 if grown is not None and not reads[action.name] & grown:
                     continue
-                for binding in list(self.bindings(action.params, action.pre)):
-                    args = tuple(binding[v] for v, _ in action.params)
+                for binding in list(self.bindings(params[action.name], action.pre)):
+                    args = tuple(binding[v] for v, _ in params[action.name])
                     if args in done[action.name]:
                         continue
                     done[action.name][args] = None
                     added = plain[action.name]
                     if added is not None:
                         for name, terms in added:
-                            atom_args = tuple(binding[t] if t[0] == "?" else t for t in terms)
-                            if self.facts.setdefault(name, Relation()).add(atom_args):
-                                grew.add(name)
-                                self.reached.add(self.key(name, atom_args))
+                            for atom_args in self.substitute(terms, binding, action.params):
+                                relation = self.facts.get(name)
+                                if relation is None:
+                                    relation = self.facts[name] = Relation()
+                                if relation.add(atom_args):
+                                    grew.add(name)
+                                    self.reached.add(self.key(name, atom_args))
                         continue
                     effects = list(self.effects(action.effect, binding))
                     if self.reference:
@@ -545,8 +586,17 @@ class Grounder:
         operators = {n: op for n, op in self.operators.items() if n in kept}
         cost = cheapest(methods, tasks, set(self.operators))
         last = (len(self.domain.methods), ())
+
+        def left_recursive(doc: dict[str, Any]) -> bool:
+            """Whether the method's first subtask is its own task again (other arguments): tried
+            first, it only grows the network without applying anything (Hiking's trip_to2
+            splits a trip at any next place, forever), so such methods go last."""
+            subtasks = doc["subtasks"]
+            return bool(subtasks) and split_name(subtasks[0])[0] == split_name(doc["task"])[0] \
+                and subtasks[0] in tasks
         order = sorted((n for n in methods if n in kept),
-                       key=lambda n: (sum(cost.get(s, INFINITE) for s in methods[n]["subtasks"]),
+                       key=lambda n: (left_recursive(methods[n]),
+                                      sum(cost.get(s, INFINITE) for s in methods[n]["subtasks"]),
                                       rank.get(n, last)))
         return {"name": problem.name or self.domain.name,
                 "htn": {"state": {atom_key(n, a): True for n, a in sorted(self.init)
@@ -554,11 +604,19 @@ class Grounder:
                         "goal": ROOT_TASK, "operators": operators,
                         "methods": {n: methods[n] for n in order}}}
 
+    def projected(self, name: str, args: tuple[str, ...]) -> tuple[str, ...]:
+        """A call's arguments at the positions its action's instances keep (see :meth:`relax`)."""
+        kept = self.kept.get(name)
+        if kept is None or len(args) != len(self.domain.actions[name].params):
+            return args
+        return tuple(args[i] for i in kept)
+
     def instantiate(self, definition: MethodDef, root: str | None = None) \
             -> Iterator[tuple[str, dict[str, Any], tuple[str, ...]]]:
         """The method's instances whose every subtask has an instance already: name, document
         and the ground arguments of the task it achieves."""
-        relations = [(c.args, self.instances.setdefault(c.name, Relation())) for c in definition.subtasks]
+        relations = [(self.projected(c.name, c.args), self.instances.setdefault(c.name, Relation()))
+                     for c in definition.subtasks]
         tried = self.tried.setdefault(id(definition), set())  # a binding's verdict never changes
         for binding in self.bindings(definition.params, definition.pre, relations):
             values = tuple(binding[v] for v, _ in definition.params)
