@@ -251,9 +251,14 @@ deeply; iterative deepening finds shallow plans first, so a high limit costs not
 HDDL_MAX_NODES = 500_000
 """``max_nodes`` of a domain grounded from HDDL: its ground search spaces are larger than a file's."""
 HTN_DEPTH_FIRST_NODES = 2_000
-"""Nodes the planner's first plan searches depth-first in the domain's order before it turns to
-the heuristic best-first search (the rest of max_nodes): cheap per node and enough for a small
-domain; a large one with no plan that near is left to the heuristic."""
+"""The fewest nodes the planner's first plan searches depth-first in the domain's order before it
+turns to the heuristic best-first search (the rest of max_nodes)."""
+HTN_DEPTH_FIRST_SHARE = 8
+"""... or max_nodes divided by this, when that is more (62,500 of the HDDL default 500,000):
+depth first is cheap per node (about a tenth of a best-first node), enough for a small domain
+and for many the competition's winner, a depth-first planner, solves fast (Hiking p04: 51,911
+nodes, 2.7 s, where the best-first search had found no plan after 20,000 nodes and 8 s); a
+large one with no plan that near is left to the heuristic, which starts a few seconds later."""
 HTN_DECODE_FACTOR = 1
 """The search over method choices gives each decoding after the planner's first plan this many
 times the nodes that plan took (at least :data:`HTN_DECODE_MIN_NODES`, at most max_nodes): a

@@ -1,6 +1,8 @@
 """The HTN planner: depth-first decomposition with backtracking, bounded in depth and nodes,
-and, for a first plan the depth-first search does not find in :data:`~evolve.defaults.HTN_DEPTH_FIRST_NODES`
-nodes, a greedy best-first search on the relaxed composition (:meth:`Planner.best_first`).
+and, for a first plan the depth-first search does not find in
+:data:`~evolve.defaults.HTN_DEPTH_FIRST_NODES` nodes (or an eighth of the node budget,
+:data:`~evolve.defaults.HTN_DEPTH_FIRST_SHARE`), a greedy best-first search on the relaxed
+composition (:meth:`Planner.best_first`).
 
 A compound task is replaced by the subtasks of the first method whose guard
 holds; a primitive one is applied when its precondition holds; when a branch
@@ -192,7 +194,8 @@ class Planner:
             # the first plan: the domain's order depth-first for a while (cheap per node, and what a
             # small domain needs), then the heuristic search with what is left
             quick = self.search(root, start, {}, None, use_fallback=True,
-                                max_nodes=min(total, defaults.HTN_DEPTH_FIRST_NODES))
+                                max_nodes=min(total, max(defaults.HTN_DEPTH_FIRST_NODES,
+                                                         total // defaults.HTN_DEPTH_FIRST_SHARE)))
             if isinstance(quick, Decomposition) or not quick.exhausted or quick.nodes >= total \
                     or quick.reason == "seconds":
                 return quick
