@@ -64,19 +64,19 @@ def competition(results: Path) -> dict[tuple[str, str], Known]:
     instances, data = results / "ipc2020-instances.txt", results / "ipc2020-data.txt"
     if not instances.exists() or not data.exists():
         return {}
-    by_id: dict[str, tuple[str, str]] = {}
+    by_id: dict[int, tuple[str, str]] = {}  # the data file pads the ids with zeros
     for line in instances.read_text().splitlines():
         parts = line.split()
         if len(parts) >= 2 and "/problems/" in parts[1]:
             folder, name = parts[1].split("/problems/")
-            by_id[parts[0]] = (folder.rsplit("/", 1)[-1], name)
+            by_id[int(parts[0])] = (folder.rsplit("/", 1)[-1], name)
     out: dict[tuple[str, str], Known] = {}
     for line in data.read_text().splitlines():
         parts = line.split()
-        if len(parts) < 6 or parts[1] not in by_id:
+        if len(parts) < 6 or not parts[1].isdigit() or int(parts[1]) not in by_id:
             continue
         planner, seconds, length = parts[0], float(parts[3]), int(parts[5])
-        known = out.setdefault(by_id[parts[1]], Known())
+        known = out.setdefault(by_id[int(parts[1])], Known())
         known.seconds[planner] = min(seconds, known.seconds.get(planner, seconds))
         known.best = length if known.best is None else min(known.best, length)
     return out
