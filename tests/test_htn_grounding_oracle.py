@@ -39,11 +39,15 @@ def test_the_test_domains_ground_the_same(tmp_path: Path) -> None:
     same(tmp_path / "pd.hddl", tmp_path / "pp.hddl")
 
 
+SLOW = {"Freecell-Learned-ECAI-16"}
+"""Left out to keep the test fast: its smallest problem grounds about 141,000 methods (6 s a way)."""
+
+
 def smallest() -> list[tuple[Path, Path]]:
     if not IPC.is_dir():
         return []
     out = []
-    for folder in sorted(p for p in IPC.iterdir() if p.is_dir()):
+    for folder in sorted(p for p in IPC.iterdir() if p.is_dir() and p.name not in SLOW):
         problems = sorted((f for f in folder.glob("*.hddl") if not f.name.endswith("domain.hddl")),
                           key=lambda f: (f.stat().st_size, f.name))
         for problem in problems[:1]:
