@@ -22,10 +22,11 @@ from evolve import defaults
 from evolve.defaults import RUNS_DIR
 from evolve.fitness.base import Fitness
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
+from evolve.fitness.evaluation import evaluate_plan
 from evolve.fitness.registry import resolve_all
 from evolve.model.errors import UsageError
 from evolve.model.files import problem_to_dict
-from evolve.model.plan import Plan, plan_hash
+from evolve.model.plan import Plan, Task, plan_hash
 from evolve.model.problem import Problem
 from evolve.problems import default_operators
 from evolve.problems.htn import OPERATOR as HTN_SEARCH
@@ -199,8 +200,9 @@ def run_search(
         # the compiled kernels load (seconds, and no deadline can cut it short) before the
         # clock --max-seconds counts starts, so the deadline is met to a tenth of a second
         warm_up()
-        if htn:
+        if htn and problem.tools:  # and the objectives' kernels, on a one-step plan
             warm_up_heuristic()
+            evaluate_plan(problem, Plan(tasks=(Task(id="t1", tool=next(iter(problem.tools))),)), fitnesses)
     began = time.perf_counter()
     with EventLog(events_path, digest) as events, \
             checkpoint.Writer(out, identity, interval) as checkpoints, \
