@@ -188,9 +188,6 @@ class Search:
     def best_feasible(self) -> bool:
         return self.population[0].evaluation.feasible
 
-    def direction(self, name: str) -> str:
-        return dict(zip(self.ranking.objectives, self.ranking.directions)).get(name, "min")
-
     def offspring(self, parents: Sequence[Candidate], generation: int, count: int) -> list[Offspring]:
         """This generation's children: the proposer's share first, random operators for the rest
         and for every child the proposer could not make."""

@@ -51,6 +51,10 @@ class Ranking:
             return head + tuple(signed)
         return (*head, sum(w * v for w, v in zip(self.weights, signed)))
 
+    def direction(self, name: str) -> Direction:
+        """Whether objective ``name`` is minimised or maximised (``min`` for a name not ranked)."""
+        return dict(zip(self.objectives, self.directions)).get(name, "min")
+
     def describe(self) -> str:
         arrows = [f"{n} ({'min' if d == 'min' else 'max'})" for n, d in zip(self.objectives, self.directions)]
         if self.weights is None:

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from evolve.search.ranking import Ranking
+
 
 class Progress(Protocol):
     """What the termination rules read from a running search."""
@@ -19,10 +21,11 @@ class Progress(Protocol):
     evaluations: int
     seconds: float
     stale: int
+    ranking: Ranking
+    """How candidates compare: a target reads each objective's direction from it."""
 
     def best_values(self) -> Mapping[str, float]: ...
     def best_feasible(self) -> bool: ...
-    def direction(self, name: str) -> str: ...
     def at_bound(self) -> str | None: ...
 
 
@@ -53,7 +56,7 @@ class Budget:
         if self.max_seconds is not None and run.seconds >= self.max_seconds:
             return f"max-seconds: {run.seconds:.1f}s >= {self.max_seconds:g}s"
         if self.target and run.best_feasible() and all(
-            reached(run.best_values().get(name), goal, run.direction(name))
+            reached(run.best_values().get(name), goal, run.ranking.direction(name))
             for name, goal in self.target.items()
         ):
             shown = ", ".join(f"{k}={v:g}" for k, v in self.target.items())

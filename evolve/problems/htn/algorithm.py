@@ -342,9 +342,6 @@ class HtnSearch:
     def best_feasible(self) -> bool:
         return self.population[0].evaluation.feasible
 
-    def direction(self, name: str) -> str:
-        return dict(zip(self.ranking.objectives, self.ranking.directions)).get(name, "min")
-
     def at_bound(self) -> str | None:
         """The search over method choices stops once its decodings have searched
         :data:`~evolve.defaults.HTN_SEARCH_FACTOR` times the first plan's nodes (at least

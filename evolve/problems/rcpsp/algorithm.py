@@ -109,9 +109,6 @@ class ActivityListGA:
     def best_feasible(self) -> bool:
         return self.current().evaluation.feasible
 
-    def direction(self, name: str) -> str:
-        return dict(zip(self.ranking.objectives, self.ranking.directions)).get(name, "min")
-
     def at_bound(self) -> str | None:
         ga = self.core()
         if ga.best_ms <= ga.lb:
