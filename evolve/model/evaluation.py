@@ -57,7 +57,7 @@ def evaluate(expr: Expression, resolve: Resolver, status: StatusOf = no_status) 
     :class:`UnknownReference` (an :class:`ExpressionError`) when ``resolve`` raises ``KeyError``;
     :class:`ExpressionError` on a type error such as ``'abc' > 1``.
     """
-    return Evaluator(expr.text, resolve, status).run(expr.tree)
+    return ConditionEvaluator(expr.text, resolve, status).run(expr.tree)
 
 
 def holds(expr: Expression, resolve: Resolver, status: StatusOf = no_status) -> bool:
@@ -162,7 +162,10 @@ def inputs_resolver(inputs: Mapping[str, Any]) -> Resolver:
     return resolve
 
 
-class Evaluator:
+class ConditionEvaluator:
+    """Walks one condition's expression tree against the facts (named apart from the run's
+    :class:`evolve.run.evaluator.Evaluator`, which scores plans)."""
+
     def __init__(self, text: str, resolve: Resolver, status: StatusOf = no_status) -> None:
         self.text = text
         self.resolve = resolve

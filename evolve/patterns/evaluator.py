@@ -23,7 +23,7 @@ from evolve.patterns.running import PatternResult, run_pattern
 
 Proposer = Callable[[str, "str | None", "str | None"], Any]
 """``proposer(task, previous draft or None, feedback or None)`` -> a draft."""
-Evaluator = Callable[[str, Any], Any]
+DraftEvaluator = Callable[[str, Any], Any]
 """``evaluator(task, draft)`` -> ``"PASS"`` / ``"FAIL: why"``, ``(verdict, feedback)`` or
 ``{"verdict": ..., "feedback": ...}``."""
 
@@ -63,7 +63,7 @@ def round_tasks(k: int) -> list[dict[str, Any]]:
 def evaluator_optimizer(
     task: str,
     proposer: Proposer,
-    evaluator: Evaluator,
+    evaluator: DraftEvaluator,
     max_iter: int = defaults.PATTERN_MAX_ITER,
     *,
     out: str | Path | None = None,
