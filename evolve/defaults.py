@@ -190,8 +190,21 @@ KEY_DIGEST_LENGTH = 12
 attempts after the first."""
 
 # -- running a plan (evolve execute; see evolve.execute) ---------------------------------------
-EXECUTE_MAX_STEPS = 12
-"""Step executions a run may spend (every tool call, retries and replans included): ``--max-steps``."""
+EXECUTE_MAX_STEPS: int | None = None
+"""Step executions a run may spend (every tool call, retry and replan actually made):
+``--max-steps``. ``None``: derived from the plan run (:func:`evolve.execute.options.step_budget`):
+a call for each task and each retry its tasks allow, and :data:`EXECUTE_STEPS_PER_REPLAN` for each
+replan ``--max-replans`` allows. A fixed default was wrong for some plan: the former 12 was below
+the plans the search itself makes (``limits.max_tasks`` 16), so a plan ``evolve run`` called
+feasible stopped ``step_budget`` half done. A fixed budget (the sources' "12-step budget") is
+``--max-steps 12``."""
+EXECUTE_STEPS_PER_REPLAN = 3
+"""Steps the derived ``--max-steps`` gives each replan ``--max-replans`` allows: the replan itself,
+and calls of the tasks it adds in place of the one that failed (a replan swaps one failed task for
+a task or two; under ``--horizon`` a replan adds none, and the spare steps are headroom)."""
+PATTERN_MIN_STEPS = 12
+"""The least ``max_steps`` a workflow pattern's run gets (twice its first plan's tasks when that is
+more): its rounds add tasks the first plan does not hold."""
 EXECUTE_MAX_REPLANS = 5
 """Replans a run may spend: ``--max-replans``."""
 EXECUTE_TIMEOUT = 300.0

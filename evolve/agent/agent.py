@@ -120,7 +120,7 @@ class PlanExecuteAgent:
         tools: Mapping[str, ToolFn],
         planner: Planner | None = None,
         replanner: Replanner | Planner | None = None,
-        max_steps: int = defaults.EXECUTE_MAX_STEPS,
+        max_steps: int | None = defaults.EXECUTE_MAX_STEPS,
         max_replans: int = defaults.EXECUTE_MAX_REPLANS,
         out: str | Path | None = None,
         *,

@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,9 @@ from evolve.cli.options import LlmSettings, llm_options
 from evolve.execute.dispatch import Clock, DaskDispatcher, Dispatcher, WallClock
 from evolve.execute.executor import ExecuteOptions
 from evolve.execute.htn import planned, state_facts
+from evolve.execute.options import fit_warning
 from evolve.execute.replan import ProposerReplanner, Replanner, SearchReplanner
-from evolve.execute.session import DispatcherFactory, read_run, resume_run, start_run
+from evolve.execute.session import DispatcherFactory, NewLimits, read_run, resume_run, start_run
 from evolve.execute.simulate import parse_fail_rates
 from evolve.llm.argfill import make_arg_filler
 from evolve.llm.decide import make_decider
@@ -170,15 +172,24 @@ def progress(as_json: bool) -> Any:
     "--max-steps",
     type=click.IntRange(min=1),
     default=defaults.EXECUTE_MAX_STEPS,
-    show_default=True,
-    help="Step executions the run may spend: every tool call, retries and replans included.",
+    help="Steps the run may spend: every tool call, retry and replan made. Default: from the "
+    "plan, a call for each task and each retry it allows, and "
+    f"{defaults.EXECUTE_STEPS_PER_REPLAN} per replan allowed. With --resume: the run's new budget.",
 )
 @click.option(
     "--max-replans",
     type=click.IntRange(min=0),
-    default=defaults.EXECUTE_MAX_REPLANS,
-    show_default=True,
-    help="Replans the run may spend.",
+    default=None,
+    help=f"Replans the run may spend [default: {defaults.EXECUTE_MAX_REPLANS}]. With --resume: the "
+    "run's new budget.",
+)
+@click.option(
+    "--deadline",
+    type=FiniteFloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="The run's deadline, in place of the problem's limits.deadline_s. With --resume: the "
+    "run's new deadline.",
 )
 @click.option(
     "--horizon",
@@ -300,8 +311,9 @@ def execute(
     mcp_items: tuple[str, ...],
     mcp_urls: tuple[str, ...],
     out_dir: str | None,
-    max_steps: int,
-    max_replans: int,
+    max_steps: int | None,
+    max_replans: int | None,
+    deadline: float | None,
     horizon: int | None,
     request_id: str | None,
     resume_dir: str | None,
@@ -364,7 +376,12 @@ def execute(
             executor = resume_run(
                 folder, replanner=proposer_replanner, dispatcher=factory, on_event=show,
                 arg_filler=filler, wait=wait, scopes=scopes, tools=served,
+                limits=NewLimits(max_steps=max_steps, max_replans=max_replans, deadline=deadline),
             )
+            if executor.changed:
+                click.echo("resumed with new limits: " + ", ".join(
+                    f"{name} {'none' if old is None else f'{old:g}'} -> {new:g}"
+                    for name, (old, new) in executor.changed.items()), err=True)
         else:
             if plan_file is None:
                 raise click.UsageError(
@@ -380,9 +397,11 @@ def execute(
             problem, plan, decisions = problem_and_plan(
                 plan_file, problem_file, input_items, input_file, llm.base_url, llm.model, llm.extra_body
             )
+            if deadline is not None:
+                problem = replace(problem, limits=replace(problem.limits, deadline_s=deadline))
             options = ExecuteOptions(
                 max_steps=max_steps,
-                max_replans=max_replans,
+                max_replans=defaults.EXECUTE_MAX_REPLANS if max_replans is None else max_replans,
                 horizon=horizon,
                 request_id=request_id,
                 seed=seed,
@@ -390,7 +409,10 @@ def execute(
                 journal_sync=journal_sync,
                 wait=wait,
                 deadline_includes_waiting=deadline_includes_waiting,
-            )
+            ).for_plan(problem.with_catalog_failure(plan))  # the catalog's retries count
+            unfit = fit_warning(plan, options)
+            if unfit is not None:
+                click.echo(f"warning: {unfit}", err=True)
             folder = Path(out_dir) if out_dir is not None else new_run_dir(runs_root())
             facts = {**state_facts(problem), **parse_facts(fact_items)}
             unset = [f for f in problem.initial if f not in facts]

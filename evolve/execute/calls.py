@@ -37,12 +37,14 @@ def start_ready(ctx: RunContext) -> None:
     tasks = ctx.index.tasks
     taken, over = ctx.queue.take(
         ctx.dispatcher.running(),
-        ctx.options.max_steps - ctx.state.steps,
+        ctx.options.steps - ctx.state.steps,
         lambda tid: ctx.state.status.get(tid) == "pending",
         lambda tid: demand_vector(ctx.problem, tasks[tid].tool, ctx.capacity),
     )
-    if over is not None:
-        ctx.halt(Stop("step_budget", f"--max-steps {ctx.options.max_steps} spent with {over} ready to run"))
+    if over is not None and not taken and not ctx.dispatcher.running():
+        # only once no call the steps left paid for is still out: its result may make the goal,
+        # or skip what is ready (a step is a call made, never one merely ready)
+        ctx.halt(Stop("step_budget", f"--max-steps {ctx.options.steps} spent with {over} ready to run"))
     if taken:
         dispatch(ctx, [tasks[tid] for tid in taken])
 

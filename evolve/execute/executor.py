@@ -75,6 +75,8 @@ class Executor:
         hook: Hook | None = None,
     ) -> None:
         self.journal = journal
+        self.changed: dict[str, Any] = {}
+        """The limits a resumed session changed: option -> ``[before, after]``."""
         self.ctx = RunContext(
             problem=problem,
             journal=journal,
@@ -120,13 +122,18 @@ class Executor:
         return executor
 
     @classmethod
-    def resume(cls, problem: Problem, journal: Journal, **kwargs: Any) -> Executor:
-        """The run in ``journal`` where it stopped; ``events.jsonl`` is written again from it."""
+    def resume(cls, problem: Problem, journal: Journal, changed: Mapping[str, Any] | None = None,
+               **kwargs: Any) -> Executor:
+        """The run in ``journal`` where it stopped; ``events.jsonl`` is written again from it.
+        ``changed``: the limits this session was given instead of the run's (option ->
+        ``[before, after]``), journaled with its ``session.resume`` event."""
         state = RunState.restore(journal)
         EventLog.rewrite(kwargs["run_dir"] / "events.jsonl", journal.events())
         executor = cls(problem, journal, state, **kwargs)
+        executor.changed = dict(changed or {})
         resumed(executor.ctx)
-        executor.ctx.commit(Change((), (executor.ctx.ev.event("session.resume"),)))
+        limits = {"limits": executor.changed} if executor.changed else {}
+        executor.ctx.commit(Change((), (executor.ctx.ev.event("session.resume", **limits),)))
         return executor
 
     def run(self) -> dict[str, Any]:

@@ -41,8 +41,8 @@ def replan(ctx: RunContext) -> None:
     if state.replans >= options.max_replans:
         ctx.halt(Stop("replan_budget", f"--max-replans {options.max_replans} spent; {reason}"))
         return
-    if state.steps >= options.max_steps:
-        ctx.halt(Stop("step_budget", f"--max-steps {options.max_steps} spent before a replan; {reason}"))
+    if state.steps >= options.steps:
+        ctx.halt(Stop("step_budget", f"--max-steps {options.steps} spent before a replan; {reason}"))
         return
     if ctx.replanner is None:
         ctx.halt(Stop("no_plan", f"no replanner; {reason}"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +136,7 @@ def start_run(
             f"--fact {unknown_facts[0]}: not an initial fact of the problem "
             f"({', '.join(problem.initial) or 'none'})"
         )
-    options = options or ExecuteOptions()
+    options = (options or ExecuteOptions()).for_plan(plan)
     if options.request_id is None:  # the run's own id: kept in the journal, so a resume keeps it
         options = replace(options, request_id=f"run-{uuid.uuid4().hex[:12]}")
     filling = filling_for(problem, out_dir, arg_filler, None)
@@ -241,6 +241,41 @@ def problem_of(meta: Mapping[str, Any], source: str) -> Problem:
     return problem_from_dict(meta["problem"], source)
 
 
+@dataclass(frozen=True)
+class NewLimits:
+    """Budgets a resumed run is given instead of its own (``None``: kept as they were)."""
+
+    max_steps: int | None = None
+    max_replans: int | None = None
+    deadline: float | None = None
+    """Seconds: the problem's ``limits.deadline_s`` from now on."""
+
+
+LIMIT_OPTIONS = ("max_steps", "max_replans")
+"""The options :class:`NewLimits` may change (the deadline is the problem's)."""
+
+REOPENED = ("step_budget", "replan_budget", "deadline")
+"""The reasons a run stopped for that new limits may lift: such a run goes on when resumed with
+new limits (if they do not lift it, it stops again at once, for the same reason)."""
+
+
+def new_limits(options: ExecuteOptions, problem: Problem,
+               limits: NewLimits) -> tuple[ExecuteOptions, Problem, dict[str, list[Any]]]:
+    """``options`` and ``problem`` with ``limits``, and what changed: name -> ``[before, after]``
+    (the option's name as the command line spells it)."""
+    changed: dict[str, list[Any]] = {}
+    if limits.max_steps is not None and limits.max_steps != options.max_steps:
+        changed["--max-steps"] = [options.max_steps, limits.max_steps]
+        options = replace(options, max_steps=limits.max_steps)
+    if limits.max_replans is not None and limits.max_replans != options.max_replans:
+        changed["--max-replans"] = [options.max_replans, limits.max_replans]
+        options = replace(options, max_replans=limits.max_replans)
+    if limits.deadline is not None and limits.deadline != problem.limits.deadline_s:
+        changed["--deadline"] = [problem.limits.deadline_s, limits.deadline]
+        problem = replace(problem, limits=replace(problem.limits, deadline_s=limits.deadline))
+    return options, problem, changed
+
+
 def resume_run(
     run_dir: Path,
     *,
@@ -252,11 +287,14 @@ def resume_run(
     arg_filler: ArgFiller | None = None,
     wait: float | None = None,
     scopes: tuple[str, ...] | None = None,
+    limits: NewLimits | None = None,
 ) -> Executor:
     """The run in ``run_dir``, continued where it stopped (``tools``, ``arg_filler``: as for
     :func:`start_run`; ``wait``: the seconds this session waits for a person, instead of the
     run's; ``scopes``: the scopes the run is granted from now on, kept in the journal: writes and
-    approvals are authorized again when they are dispatched)."""
+    approvals are authorized again when they are dispatched; ``limits``: new budgets, kept in the
+    journal with the session's ``session.resume`` event (``Executor.changed`` says what they
+    changed): a run that stopped on a budget they raise goes on)."""
     for name in ("events.jsonl", "outcome.json"):  # written again from the journal: a folder there is damage
         if (run_dir / name).is_dir():
             raise JournalError(f"{run_dir / name}: a folder where the run's file belongs; "
@@ -272,6 +310,15 @@ def resume_run(
             options = replace(options, wait=wait)
     except (TypeError, ValueError) as exc:
         raise JournalError(f"{run_dir / JOURNAL}: options not understood ({exc})") from None
+    options, problem, changed = new_limits(options, problem, limits or NewLimits())
+    if changed:
+        saved = {**meta["options"], **{k: v for k, v in options.to_dict().items() if k in LIMIT_OPTIONS}}
+        reopen = (meta.get("complete") or {}).get("reason") in REOPENED
+        journal.write((), (), {
+            "options": saved,
+            "problem": problem_to_dict(problem),
+            **({"complete": None} if reopen else {}),
+        })
     journal.db.execute(f"PRAGMA synchronous={options.journal_sync}")
     simulate = bool(meta.get("simulate"))
     revisions = journal.revisions()
@@ -293,6 +340,7 @@ def resume_run(
     return Executor.resume(
         problem,
         journal,
+        changed=changed,
         tools=tools,
         dispatcher=make(clock),
         options=options,

@@ -107,7 +107,7 @@ def run_pattern(
         tools,
         planner=first,
         replanner=planner,
-        max_steps=max_steps if max_steps is not None else max(defaults.EXECUTE_MAX_STEPS, 2 * len(tasks)),
+        max_steps=max_steps if max_steps is not None else max(defaults.PATTERN_MIN_STEPS, 2 * len(tasks)),
         max_replans=max_replans,
         out=out,
         facts=facts,
