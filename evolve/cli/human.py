@@ -1,4 +1,5 @@
-"""``evolve pending``, ``approve``, ``reject``, ``answer``: a person's part in a run of a plan.
+"""``evolve pending``, ``approve``, ``reject``, ``answer``, ``resolve``: a person's part in a run of
+a plan (``resolve``: what became of a write whose outcome is unknown).
 
 A run that needs a person stops with ``status: waiting`` (exit 4). These commands read its
 journal, say what it waits for, and commit a decision in one transaction; ``evolve execute
@@ -18,7 +19,7 @@ import click
 
 from evolve.cli.common import friendly
 from evolve.cli.options import Decorator
-from evolve.execute.inbox import decide_in, describe, pending_in
+from evolve.execute.inbox import decide_in, describe, pending_in, resolve_in
 from evolve.execute.people import DecisionError
 from evolve.execute.records import Verdict
 from evolve.model.errors import EvolveError
@@ -32,7 +33,8 @@ TASK = click.argument("task_id")
 @click.option("--json", "as_json", is_flag=True, help="Print the pending items as JSON.")
 @friendly
 def pending_command(run_dir: str, as_json: bool) -> None:
-    """What the run in RUN_DIR waits for: each task, its tool, the exact action, since when.
+    """What the run in RUN_DIR waits for: each task, its tool, the exact action, since when;
+    and each write whose outcome is unknown (for evolve resolve).
 
     A task a planner gave a step id of its own (the plan-execute agent, after a replan) shows it
     in brackets (``t5 [ok]``); approve, reject and answer accept either id."""
@@ -141,4 +143,31 @@ def answer(run_dir: str, task_id: str, output: str, by: str | None, note: str | 
     decide(run_dir, task_id, "answered", by=by, note=note, outputs=read_output(output))
 
 
-COMMANDS = (pending_command, approve, reject, answer)
+@click.command(name="resolve")
+@RUN_DIR
+@TASK
+@click.option("--done", "done", flag_value=True, default=None,
+              help="The write was made: give its outputs with --output.")
+@click.option("--not-done", "done", flag_value=False, help="The write was not made: it is run again, once.")
+@click.option("--output", "output", default=None, metavar="FILE.json|JSON",
+              help="With --done: the write's outputs, a JSON object with each output its task declares.")
+@who("resolves")
+@click.option("--note", default=None, help="How it was checked, for the journal and the report.")
+@friendly
+def resolve(run_dir: str, task_id: str, done: bool | None, output: str | None, by: str | None,
+            note: str | None) -> None:
+    """Say what became of TASK_ID, a write whose outcome is unknown (its call was cut off and its
+    tool has no reconcile): --done with its outputs (its dependents then run), or --not-done (it
+    runs again, once, with the same idempotency key). Then: evolve execute --resume RUN_DIR."""
+    if done is None:
+        raise click.UsageError("say --done (with --output) or --not-done")
+    if done and output is None:
+        raise click.UsageError("--done needs --output FILE.json: the outputs the write made")
+    outputs = read_output(output) if output is not None else None
+    who_ = by or getpass.getuser()
+    resolve_in(Path(run_dir), task_id, done, by=who_, note=note, outputs=outputs)
+    what = "done" if done else "not done (it runs again, with the same idempotency key)"
+    click.echo(f"{task_id} resolved {what} by {who_}; go on with: evolve execute --resume {run_dir}")
+
+
+COMMANDS = (pending_command, approve, reject, answer, resolve)

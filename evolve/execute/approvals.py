@@ -141,9 +141,29 @@ def ask(ctx: RunContext, task: Task) -> None:
     if refused is not None:
         ctx.commit(refused)
         return
+    given = approved_before(ctx.state, action)
+    if given is not None:  # a person approved these very writes already: never asked twice
+        fields = tuple(produced_by(ctx.problem, task) or ())
+        ctx.commit(settled_by(task, given, fields, state=ctx.state, ev=ctx.ev))
+        return
     ctx.commit(
         asked(task, kind, ask_id=next_ask_id(ctx.state), action=action, since_wall=time.time(), ev=ctx.ev)
     )
+
+
+def approved_before(state: RunState, action: dict[str, Any] | None) -> Decided | None:
+    """A person's approval of every write of ``action`` (each the same tool with the same bound
+    inputs), given on an earlier ask of the run (``None``: none, or ``action`` holds no write).
+    A replan or a rolling horizon may put a new approval before writes a person already
+    approved: the approval carries over, as the gate lets a write run on its own hash."""
+    hashes = {w["hash"] for w in (action or {}).get("writes", ())}
+    if not hashes:
+        return None
+    for ask_id, made in sorted(state.decided.items()):
+        granted = state.asked[ask_id].action or {}
+        if made.verdict == "approved" and hashes <= {w["hash"] for w in granted.get("writes", ())}:
+            return made
+    return None
 
 
 def not_granted(ctx: RunContext, task: Task) -> Change | None:

@@ -14,25 +14,40 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evolve.execute.people import commit_decision, decision, pending
+from evolve.execute.people import (
+    commit_decision,
+    commit_resolution,
+    decision,
+    pending,
+    resolution,
+    unresolved,
+)
 from evolve.execute.records import Decided, Verdict
 from evolve.execute.session import open_run, read_run
 from evolve.execute.state import RunState
 
 
 def pending_in(folder: Path) -> list[dict[str, Any]]:
-    """What the run in ``folder`` waits for (:func:`~evolve.execute.people.pending`), read
-    without writing to its journal."""
+    """What the run in ``folder`` waits for (:func:`~evolve.execute.people.pending`), and its
+    writes whose outcome is unknown (:func:`~evolve.execute.people.unresolved`), read without
+    writing to its journal."""
     journal, _ = open_run(folder, read_only=True)  # the problem is not needed: not parsed
     try:
-        return pending(RunState.restore(journal))
+        state = RunState.restore(journal)
+        return pending(state) + unresolved(state, journal)
     finally:
         journal.close()
 
 
 def describe(item: dict[str, Any]) -> list[str]:
     """One pending item in a few lines: the task, the tool, since when, the exact action (what
-    ``evolve pending`` prints, and the web inbox shows)."""
+    ``evolve pending`` prints, and the web inbox shows); a write whose outcome is unknown: its
+    key and inputs, and how to resolve it."""
+    if item["kind"] == "resolve":
+        inputs = json.dumps(item["inputs"], sort_keys=True, default=str)
+        return [f"{item['task']:<6} {item['tool']}  resolve  key {item['idempotency_key']}",
+                f"    the write's outcome is unknown (inputs {inputs}): evolve resolve RUN {item['task']} "
+                "--done --output FILE.json, or --not-done"]
     step = f" [{item['step']}]" if item.get("step", item["task"]) != item["task"] else ""
     head = f"{item['task'] + step:<6} {item['tool']}  {item['kind']}  since {item['since']}"
     if item["kind"] != "approval":
@@ -73,3 +88,28 @@ def decide_in(
     finally:
         journal.close()
     return made
+
+
+def resolve_in(
+    folder: Path,
+    task_id: str,
+    done: bool,
+    *,
+    by: str,
+    note: str | None,
+    outputs: Any = None,
+) -> None:
+    """Commit a person's word on a write of the run in ``folder`` whose outcome is unknown
+    (:func:`~evolve.execute.people.resolution`: done with ``outputs``, or not done), in one
+    transaction, or raise why not (:class:`~evolve.execute.people.DecisionError`)."""
+    journal, _, problem = read_run(folder)
+    try:
+        events = journal.events()
+        records, event = resolution(
+            RunState.restore(journal), problem, journal, str(folder), task_id, done, by=by,
+            at=time.time(), time=float(events[-1].get("time", 0.0)) if events else 0.0, note=note,
+            outputs=outputs,
+        )
+        commit_resolution(journal, records, event)
+    finally:
+        journal.close()

@@ -21,11 +21,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evolve.execute.journal import Journal, dumps
-from evolve.execute.records import Asked, Decided, Verdict
+from evolve.execute.records import Asked, Decided, Record, ReplanAsked, Settled, Verdict
 from evolve.execute.state import RunState
 from evolve.execute.steps import step_of, tasks_of_step
 from evolve.model.errors import EvolveError
+from evolve.model.graph import upstream
 from evolve.model.problem import Problem
+from evolve.model.validate import produced_by
 
 HASH_PREFIX = 8
 """The shortest prefix of an action hash ``evolve approve --action`` accepts."""
@@ -183,7 +185,14 @@ def checked_answer(
 ) -> dict[str, Any]:
     """An answer's outputs: a JSON object with each output the tool declares (and no other)."""
     tool = problem.tools.get(ask.tool)
-    declared = tool.outputs if tool is not None else ()
+    return checked_outputs(tool.outputs if tool is not None else (), ask.task_id, ask.tool, run, outputs)
+
+
+def checked_outputs(
+    declared: Sequence[str], task_id: str, tool: str, run: str, outputs: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Outputs a person gives for ``task_id``: a JSON object with each of ``declared`` (and no
+    other)."""
     if not isinstance(outputs, Mapping):
         raise DecisionError(f"{run}: --output: expected a JSON object of {', '.join(declared)}")
     missing = [f for f in declared if f not in outputs]
@@ -193,11 +202,11 @@ def checked_answer(
             part
             for part in (
                 f"missing {', '.join(missing)}" if missing else "",
-                f"not an output of {ask.tool}: {', '.join(extra)}" if extra else "",
+                f"not an output of {tool}: {', '.join(extra)}" if extra else "",
             )
             if part
         )
-        raise DecisionError(f"{run}: --output for {ask.task_id} ({ask.tool}): {what}")
+        raise DecisionError(f"{run}: --output for {task_id} ({tool}): {what}")
     data: dict[str, Any] = json.loads(dumps(dict(outputs)))
     return data
 
@@ -214,3 +223,77 @@ def commit_decision(journal: Journal, made: Decided, time: float) -> None:
         "action_hash": made.action_hash,
     }
     journal.write((made,), (event,))
+
+
+# -- writes whose outcome is unknown: a person says what became of them ---------------------------
+
+
+def unresolved(state: RunState, journal: Journal) -> list[dict[str, Any]]:
+    """The live plan's writes whose outcome is unknown (a call cut off, a tool with no
+    ``reconcile``): each awaits ``evolve resolve``, with the call a person checks (its key and
+    inputs)."""
+    calls = {c.task_id: c for c in journal.calls("unknown")}
+    items = []
+    for task in state.plan.tasks:
+        call = calls.get(task.id)
+        if state.status.get(task.id) != "unknown" or call is None:
+            continue
+        items.append({
+            "task": task.id, "tool": task.tool, "kind": "resolve", "action": None, "action_hash": None,
+            "since": None, "ask": None, "idempotency_key": call.idempotency_key, "inputs": call.inputs,
+        })
+    return items
+
+
+def resolution(
+    state: RunState,
+    problem: Problem,
+    journal: Journal,
+    run: str,
+    task_id: str,
+    done: bool,
+    *,
+    by: str,
+    at: float,
+    time: float,
+    note: str | None = None,
+    outputs: Mapping[str, Any] | None = None,
+) -> tuple[tuple[Record, ...], dict[str, Any]]:
+    """The records and the event of a person's word on a write whose outcome is unknown:
+    ``done`` (it was made: ``outputs``, its task's declared outputs, are bound and its
+    dependents run; its call counts as reconciled), or not done (its task is pending again, and
+    the next session runs it once more, with the same idempotency key). A dependent a cascade
+    skipped for its failure is pending again; a replan its failure asked for is withdrawn."""
+    if task_id not in state.status:
+        raise DecisionError(f"{run}: no task {task_id!r} in this run")
+    call = next((c for c in reversed(journal.calls("unknown")) if c.task_id == task_id), None)
+    task = state.plan.by_id().get(task_id)
+    if state.status[task_id] != "unknown" or call is None or task is None:
+        status = state.status[task_id]
+        raise DecisionError(f"{run}: {task_id} is not a write whose outcome is unknown (status {status})")
+    if done:
+        given = checked_outputs(produced_by(problem, task) or (), task_id, task.tool, run, outputs)
+        settle = Settled(task_id, "done", call.call_id, "reconciled", outputs=given, finished=call.finished)
+    elif outputs is not None:
+        raise DecisionError(f"{run}: {task_id}: --output goes with --done (a write not made made nothing)")
+    else:
+        given = None
+        settle = Settled(task_id, "pending")
+    records: list[Record] = [settle]
+    deps = {t.id: t.deps for t in state.plan.tasks}
+    records += [Settled(tid, "pending") for tid in state.cascaded
+                if state.status.get(tid) == "skipped" and task_id in upstream(tid, deps)]
+    if state.replan is not None and state.replan.startswith(f"{task_id} ("):
+        records.append(ReplanAsked((), None))
+    event = {
+        "event": "person.resolved", "time": time, "task": task_id, "tool": task.tool,
+        "verdict": "done" if done else "not_done", "by": by, "at": iso(at), "note": note,
+        "idempotency_key": call.idempotency_key, "outputs": given,
+    }
+    return tuple(records), event
+
+
+def commit_resolution(journal: Journal, records: Sequence[Record], event: dict[str, Any]) -> None:
+    """A resolution and its event in one transaction; a run that ended on the unknown write is
+    open again, so ``--resume`` goes on from it."""
+    journal.write(records, (event,), {"complete": None})

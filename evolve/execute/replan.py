@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -26,7 +26,7 @@ from evolve.fitness.evaluation import evaluate_plan
 from evolve.fitness.registry import resolve_all
 from evolve.model.evaluation import Resolver, holds
 from evolve.model.expression import ExpressionError, parse_expression
-from evolve.model.graph import topological_order
+from evolve.model.graph import topological_order, upstream
 from evolve.model.keys import is_template
 from evolve.model.patch import renamed
 from evolve.model.plan import Plan, Task, parse_ref
@@ -484,9 +484,69 @@ def translate(
                 updated.append(task)
         tasks.append(task)
     tasks.extend(added)
+    tasks, dropped = carry_approvals(tasks, {t.id for t in added}, status, situation.problem)
+    if dropped:
+        before = {t.id: set(t.deps) for t in live.tasks}
+        added = [t for t in added if t.id not in dropped]
+        updated = [t for t in tasks if t.id in before and set(t.deps) != before[t.id]]
     return Patch(
         invalidate=invalidate, added=tuple(added), updated=tuple(updated), plan=Plan(tasks=tuple(tasks))
     )
+
+
+def carry_approvals(
+    tasks: list[Task], added: set[str], status: Mapping[str, str], problem: Problem
+) -> tuple[list[Task], set[str]]:
+    """``tasks`` without the approvals a replan added that approve nothing new, and their ids.
+
+    The replanned problem knows nothing of the done tasks, so its plans put an approval before
+    every write the policy guards, even a write a done approval already covers (a rolling
+    horizon replans the rest of the plan right after its approval ran). Such an added approval
+    would ask a person again for what they approved (or call an automatic one again): it is
+    dropped when every write below it has a done approval upstream without it, and nothing reads
+    it; its dependents wait for its deps instead (those they do not already wait for). A write
+    whose action changed is still gated at dispatch (:func:`evolve.execute.approvals.gate`)."""
+
+    def risk(task: Task) -> str | None:
+        tool = problem.tools.get(task.tool)
+        return None if tool is None else tool.risk
+
+    dropped: set[str] = set()
+    for approval in [t for t in tasks if t.id in added and risk(t) == "approval"]:
+        if any(ref.task == approval.id for t in tasks for ref in t.refs()):
+            continue  # its record is read: it stays
+        deps = {t.id: t.deps for t in tasks}
+        below = [t for t in tasks if risk(t) == "write" and approval.id in upstream(t.id, deps)]
+        if not below:
+            continue
+        trial = without(tasks, approval)
+        trial_deps = {t.id: t.deps for t in trial}
+        by_id = {t.id: t for t in trial}
+        if all(
+            any(status.get(up) == "done" and risk(by_id[up]) == "approval"
+                for up in upstream(w.id, trial_deps) if up in by_id)
+            for w in below
+        ):
+            tasks = trial
+            dropped.add(approval.id)
+    return tasks, dropped
+
+
+def without(tasks: list[Task], gone: Task) -> list[Task]:
+    """``tasks`` without ``gone``: each of its dependents waits for its deps instead (those it
+    does not already wait for through another dep)."""
+    deps: dict[str, Sequence[str]] = {t.id: t.deps for t in tasks if t.id != gone.id}
+    out = []
+    for task in tasks:
+        if task.id == gone.id:
+            continue
+        if gone.id in task.deps:
+            kept = [d for d in task.deps if d != gone.id]
+            reach = set(kept).union(*(upstream(d, deps) for d in kept))
+            inherited = (d for d in gone.deps if d not in reach)
+            task = replace(task, deps=tuple(dict.fromkeys([*kept, *inherited])))
+        out.append(task)
+    return out
 
 
 def signature(plan: Plan, status: Mapping[str, str]) -> str:
