@@ -116,6 +116,8 @@ class Drafted:
     plan: Plan | None
     errors: tuple[str, ...] = ()
     asked: int = 0
+    gave_up: bool = False
+    """The planner returned no steps (as against answers the checks refused)."""
 
 
 def draft(
@@ -139,7 +141,7 @@ def draft(
             errors = [str(exc)]
         else:
             if not plan.tasks:
-                return Drafted(None, ("the planner returned no steps",), asked)
+                return Drafted(None, ("the planner returned no steps",), asked, gave_up=True)
             errors = check(plan)
             if not errors:
                 return Drafted(plan, (), asked)
@@ -246,6 +248,9 @@ class PlannerReplanner:
         self.name = name
         self.drafts: list[Drafted] = []
         self.spent = 0
+        self.refused: tuple[str, ...] = ()
+        """Why the last replan found no plan, when the checks refused the planner's answers
+        (:class:`~evolve.execute.replan.Refusing`: the run asks again while replans are left)."""
         self.allowed: int | None = None
         """The answers the next :meth:`propose` may ask for (set by :meth:`model_calls_needed`)."""
 
@@ -258,6 +263,7 @@ class PlannerReplanner:
 
     def propose(self, situation: Situation, revision: int, seed: int, folder: Path) -> Proposal | None:
         self.spent = 0
+        self.refused = ()
         attempts, self.allowed = self.allowed or self.attempts, None
         if not situation.problem.criteria:
             return Proposal(plan=Plan(), source=self.name, note="every criterion is already made")
@@ -280,6 +286,7 @@ class PlannerReplanner:
             self.spent = calls_of(self.planner) - before
         self.drafts.append(drafted)
         if drafted.plan is None:
+            self.refused = () if drafted.gave_up else drafted.errors
             return None
         return Proposal(
             plan=to_situation(drafted.plan, situation),

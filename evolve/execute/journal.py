@@ -392,7 +392,7 @@ class Journal:
             self.put_meta(db, {"excluded": sorted(set(self.excluded()) | set(record.tools))})
             self.put_meta(db, {"replan": record.reason})
         elif isinstance(record, rec.ReplanTried):
-            self.put_meta(db, {"replan_tried": record.revision})
+            self.put_meta(db, {"replan_tried": record.tried})
         elif isinstance(record, rec.ModelCalls):
             spent = self.model_calls()
             spent[record.purpose] = spent.get(record.purpose, 0) + record.calls

@@ -151,10 +151,11 @@ class ReplanAsked:
 
 @dataclass(frozen=True)
 class ReplanTried:
-    """A replan for ``revision`` was attempted: it counts as a step, whatever it found (a
-    proposal refused stops the run, so the replans tried are the last revision tried)."""
+    """A replan was attempted, the ``tried``-th of the run: it counts as a replan and a step,
+    whatever it found (a replanner whose answers its checks refused is asked again, so the
+    replans tried may be more than the revisions made)."""
 
-    revision: int
+    tried: int
 
 
 @dataclass(frozen=True)

@@ -204,6 +204,17 @@ class Metered(Protocol):
         ``left`` means it cannot propose within the budget (the run stops ``llm_budget``)."""
 
 
+@runtime_checkable
+class Refusing(Protocol):
+    """A replanner that checks its own proposals (a planner whose answers go back to it with the
+    validator's errors): ``refused`` says why the last :meth:`~Replanner.propose` that found no
+    plan refused its answers (empty: it found one, or gave up, e.g. an empty plan). Refused
+    answers spend the replan, and the run asks again while replans are left: a planner that keeps
+    returning the same broken plan ends ``replan_budget``, not ``no_plan``."""
+
+    refused: tuple[str, ...]
+
+
 class SearchReplanner:
     """The plan search (``evolve run``'s engine) on the problem as it now stands; its run folder
     is kept under the execution's folder (``replans/r<revision>/``) as the evidence."""

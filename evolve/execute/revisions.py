@@ -15,6 +15,7 @@ from evolve.execute.outcome import PlanDiff, Stop
 from evolve.execute.records import ModelCalls, Record, ReplanTried, Revised, TaskRow, TaskStatus, Window
 from evolve.execute.replan import (
     Metered,
+    Refusing,
     evidence,
     pending_plan,
     signature,
@@ -64,7 +65,7 @@ def replan(ctx: RunContext) -> None:
         ctx.commit(Change((ModelCalls("replan", need),), ()))
     folder = ctx.run_dir / "replans" / f"r{revision}"
     proposal = ctx.replanner.propose(now_situation, revision, options.seed + revision, folder)
-    tried: tuple[Record, ...] = (ReplanTried(revision),)
+    tried: tuple[Record, ...] = (ReplanTried(state.replans + 1),)
     if metered is not None and metered.spent != need:
         tried += (ModelCalls("replan", metered.spent - need),)
     draft: dict[str, Any] = {"revision": revision, "reason": reason}
@@ -84,6 +85,13 @@ def replan(ctx: RunContext) -> None:
                 # it spent what was left: more calls might have found one
                 made = spent_text(budget, model_calls_made(ctx))
                 ctx.halt(Stop("llm_budget", f"{made}, and {found} with the last {metered.spent}; {reason}"))
+                return
+            refused = ctx.replanner.refused if isinstance(ctx.replanner, Refusing) else ()
+            if refused:  # its answers were refused, not none given: asked again while replans are left
+                if state.replans >= options.max_replans:
+                    why = f"{ctx.replanner.name}'s plans refused each time (last: {refused[0]})"
+                    budget_spent = f"--max-replans {options.max_replans} spent"
+                    ctx.halt(Stop("replan_budget", f"{budget_spent}, the {why}; {reason}"))
                 return
             ctx.halt(Stop("no_plan", f"{found}; {reason}"))
             return

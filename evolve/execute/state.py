@@ -104,7 +104,7 @@ class RunState:
             self.excluded.update(record.tools)
             self.replan = record.reason
         elif isinstance(record, ReplanTried):
-            self.replans = max(self.replans, record.revision)
+            self.replans = max(self.replans, record.tried)
         elif isinstance(record, ModelCalls):
             self.model_calls[record.purpose] = self.model_calls.get(record.purpose, 0) + record.calls
         elif isinstance(record, Asked):
