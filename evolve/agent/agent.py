@@ -107,10 +107,11 @@ class PlanExecuteAgent:
     call)`` (see :mod:`evolve.execute.tools`). ``planner``: any :data:`Planner` (default: the
     plan search, :class:`SearchPlanner`). ``replanner``: who proposes a plan after a failure: a
     planner callable, an executor :class:`Replanner` (e.g. the LLM one), or ``None`` for the
-    planner itself (the search when the planner is the search). ``max_steps`` counts every tool
-    call and replan (``None``: derived from the first plan, see
-    :func:`evolve.execute.options.step_budget`), ``max_replans`` the replans; both are hard. ``out``: the run folder (default:
-    a new one under ``runs/``). ``facts``: the values of the problem's initial facts.
+    planner itself (the search when the planner is the search). ``max_steps`` counts every
+    tool call and replan (``None``: derived from the first plan, see
+    :func:`evolve.execute.options.step_budget`), ``max_replans`` the replans; both are hard.
+    ``out``: the run folder (default: a new one under ``runs/``). ``facts``: the values of the
+    problem's initial facts.
     ``horizon``: a rolling horizon of that many tasks (see :mod:`evolve.execute.horizon`): the
     replanner then plans the rest each time the committed tasks are over.
     """
