@@ -463,6 +463,10 @@ def execute(
     else:
         click.echo(summary(outcome))
         click.echo(f"written to {folder}/ ({', '.join(written)})")
+    if outcome.get("unknown") and not as_json:
+        click.echo(f"writes whose outcome is unknown: {', '.join(outcome['unknown'])}: say what became "
+                   f"of each with evolve resolve {folder} TASK --done --output FILE.json (or --not-done)",
+                   err=True)
     if outcome["status"] == "waiting":
         if not as_json:
             click.echo(f"waiting for a person: see evolve pending {folder}", err=True)
