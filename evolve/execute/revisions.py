@@ -86,10 +86,10 @@ def replan(ctx: RunContext) -> None:
                 made = spent_text(budget, model_calls_made(ctx))
                 ctx.halt(Stop("llm_budget", f"{made}, and {found} with the last {metered.spent}; {reason}"))
                 return
-            refused = ctx.replanner.refused if isinstance(ctx.replanner, Refusing) else ()
-            if refused:  # its answers were refused, not none given: asked again while replans are left
+            answers = ctx.replanner.refused if isinstance(ctx.replanner, Refusing) else ()
+            if answers:  # its answers were refused, not none given: asked again while replans are left
                 if state.replans >= options.max_replans:
-                    why = f"{ctx.replanner.name}'s plans refused each time (last: {refused[0]})"
+                    why = f"{ctx.replanner.name}'s plans refused each time (last: {answers[0]})"
                     budget_spent = f"--max-replans {options.max_replans} spent"
                     ctx.halt(Stop("replan_budget", f"{budget_spent}, the {why}; {reason}"))
                 return
