@@ -19,7 +19,7 @@ import click
 
 from evolve.cli.common import friendly
 from evolve.cli.options import Decorator
-from evolve.execute.inbox import decide_in, describe, pending_in, resolve_in
+from evolve.execute.inbox import decide_in, describe, pending_in, resolve_in, unresolved_in
 from evolve.execute.people import DecisionError
 from evolve.execute.records import Verdict
 from evolve.model.errors import EvolveError
@@ -38,7 +38,7 @@ def pending_command(run_dir: str, as_json: bool) -> None:
 
     A task a planner gave a step id of its own (the plan-execute agent, after a replan) shows it
     in brackets (``t5 [ok]``); approve, reject and answer accept either id."""
-    items = pending_in(Path(run_dir))
+    items = pending_in(Path(run_dir)) + unresolved_in(Path(run_dir))
     if as_json:
         click.echo(json.dumps(items, indent=2, default=str))
         return

@@ -28,13 +28,22 @@ from evolve.execute.state import RunState
 
 
 def pending_in(folder: Path) -> list[dict[str, Any]]:
-    """What the run in ``folder`` waits for (:func:`~evolve.execute.people.pending`), and its
-    writes whose outcome is unknown (:func:`~evolve.execute.people.unresolved`), read without
-    writing to its journal."""
+    """What the run in ``folder`` waits for (:func:`~evolve.execute.people.pending`), read
+    without writing to its journal."""
     journal, _ = open_run(folder, read_only=True)  # the problem is not needed: not parsed
     try:
-        state = RunState.restore(journal)
-        return pending(state) + unresolved(state, journal)
+        return pending(RunState.restore(journal))
+    finally:
+        journal.close()
+
+
+def unresolved_in(folder: Path) -> list[dict[str, Any]]:
+    """The writes of the run in ``folder`` whose outcome is unknown, each awaiting ``evolve
+    resolve`` (:func:`~evolve.execute.people.unresolved`), read without writing to its journal.
+    Kept apart from :func:`pending_in`: they are no ask a person answers in the inbox."""
+    journal, _ = open_run(folder, read_only=True)
+    try:
+        return unresolved(RunState.restore(journal), journal)
     finally:
         journal.close()
 
