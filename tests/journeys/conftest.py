@@ -75,6 +75,11 @@ class Journey:
 
 @pytest.fixture
 def journey(tmp_path: Path) -> Journey:
+    return make_journey(tmp_path)
+
+
+def make_journey(tmp_path: Path) -> Journey:
+    """A new user's folder holding the problem and the tools, and their environment."""
     home = tmp_path / "user"
     home.mkdir()
     for name in ("incident.yaml", "incident_tools.py"):
