@@ -61,7 +61,7 @@ def test_an_unknown_write_resolved_done_binds_its_outputs_and_the_run_goes_on(tm
     assert "evolve resolve RUN t2 --done" in text.stdout
     # answer is for a task a person owns; it still refuses the write, and says so in one line
     refused = evolve(run, "answer", str(run.out), "t2", "--output", '{"receipt": {"key": "pay:1"}}')
-    assert refused.returncode == 2 and "not waiting for a person" in refused.stderr
+    assert refused.returncode == 2 and "evolve resolve" in refused.stderr and "unknown" in refused.stderr
     receipt = tmp_path / "receipt.json"
     receipt.write_text(json.dumps({"receipt": {"key": "pay:1", "checked": "ledger"}}))
     resolved = evolve(run, "resolve", str(run.out), "t2", "--done", "--output", str(receipt),

@@ -135,6 +135,11 @@ def open_ask(state: RunState, run: str, task_id: str) -> Asked:
     if task_id not in state.status:
         raise DecisionError(f"{run}: no task {task_id!r} in this run")
     ask = state.ask(task_id)
+    if state.status.get(task_id) == "unknown":
+        raise DecisionError(
+            f"{run}: {task_id} is a write whose outcome is unknown, not a question: say what became of "
+            f"it with evolve resolve {run} {task_id} --done --output FILE.json (or --not-done)"
+        )
     if ask is None or state.status.get(task_id) != "waiting":
         raise DecisionError(
             f"{run}: {task_id} is not waiting for a person (its status is {state.status[task_id]})"
