@@ -54,7 +54,7 @@ from evolve.report.execution import EXTRA_CSS, event_detail
 from evolve.report.execution_data import EVENTS
 from evolve.serve import pages
 from evolve.serve.auth import COOKIE, CSRF_FIELD, CSRF_HEADER, Auth, Session
-from evolve.serve.runs import Runs, run_folder
+from evolve.serve.runs import RunInfo, Runs, run_folder
 from evolve.serve.workers import Workers
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -238,7 +238,11 @@ class Server:
             return PlainTextResponse(f"404: no run {name!r} in this folder", 404)
         return name, folder
 
-    async def run(self, request: Request) -> Response:
+    async def with_pending(
+        self, request: Request
+    ) -> tuple[str, Path, RunInfo, list[dict[str, Any]]] | Response:
+        """The run the path names, its folder, what is known of it and (an execution) what it
+        waits for; or the response that says why there is none."""
         found = self.named(request)
         if isinstance(found, Response):
             return found
@@ -246,6 +250,13 @@ class Server:
         info = self.runs.info(name)
         assert info is not None
         pending = await run_in_threadpool(self.runs.pending_of, name) if info.kind == "execution" else []
+        return name, folder, info, pending
+
+    async def run(self, request: Request) -> Response:
+        found = await self.with_pending(request)
+        if isinstance(found, Response):
+            return found
+        name, folder, info, pending = found
         body = await run_in_threadpool(pages.run_page, info, folder, pending, self.csrf(request), self.root)
         return await self.page(request, f"evolve: {name}", body, "runs")
 
@@ -383,13 +394,10 @@ class Server:
         return JSONResponse([r.to_dict() for r in runs])
 
     async def api_run(self, request: Request) -> Response:
-        found = self.named(request)
+        found = await self.with_pending(request)
         if isinstance(found, Response):
             return found
-        name, _ = found
-        info = self.runs.info(name)
-        assert info is not None
-        pending = await run_in_threadpool(self.runs.pending_of, name) if info.kind == "execution" else []
+        name, _, info, pending = found
         ended = self.workers.ended.get(name)
         worker = None if ended is None else {"status": ended.status, "at": ended.at, "tail": ended.tail}
         return JSONResponse({**info.to_dict(), "pending": pending, "worker": worker,
