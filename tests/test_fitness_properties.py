@@ -6,6 +6,7 @@ plan directly, not through the code under test, wherever one is simple enough.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 
 import pytest
@@ -146,7 +147,11 @@ def test_risk_counts_what_the_approval_policy_rejects(data: st.DataObject) -> No
 @FAST
 @given(st.data())
 def test_plans_whose_deps_all_carry_something_have_no_redundant_deps(data: st.DataObject) -> None:
-    problem = data.draw(problems())
+    # without `writes`: an edge the validator's write-order rule requires carries no fact, and
+    # redundant_deps still counts it (a known fault of the measure, see docs/fitness.md)
+    drawn = data.draw(problems())
+    problem = dataclasses.replace(
+        drawn, tools={name: dataclasses.replace(tool, writes=None) for name, tool in drawn.tools.items()})
     plan = data.draw(valid_plans(problem, extra_deps=False))
     assert value(redundant_deps, problem, plan) == 0
 
