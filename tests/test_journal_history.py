@@ -10,12 +10,12 @@ no history) is migrated once when opened and resumes to the same state.
 
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_execute_state import differences
 
 from evolve import load_problem
 from evolve.execute import ExecuteOptions, SearchReplanner, resume_run, start_run
@@ -31,11 +31,6 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 
-def differences(replayed: RunState, live: RunState) -> list[str]:
-    fields = dataclasses.fields(RunState)
-    return [f.name for f in fields if getattr(replayed, f.name) != getattr(live, f.name)]
-
-
 @pytest.fixture
 def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """After every commit of any run: the journal's replay against the live state. Returns
@@ -47,7 +42,11 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     def commit(self: RunContext, change: Any, meta: Any = None) -> None:
         original(self, change, meta)
         commits[0] += 1
-        replayed = RunState.restore(Journal(self.journal.path))
+        fresh = Journal(self.journal.path)
+        try:
+            replayed = RunState.restore(fresh)
+        finally:
+            fresh.close()
         faults.extend(f"commit {commits[0]}: {name}" for name in differences(replayed, self.state))
 
     monkeypatch.setattr(RunContext, "commit", commit)
