@@ -170,7 +170,12 @@ def test_approve_and_reject_by_clicking_then_the_runs_resume(served: tuple[str, 
 
             # the run page, after the run: the report's drawings and the live timeline
             page.goto(base + "/runs/refund-a")
-            page.wait_for_function("Number(document.getElementById('events').dataset.count || 0) > 20")
+            # polled from here: wait_for_function evals its predicate, which the page's CSP forbids
+            count = "Number(document.getElementById('events').dataset.count || 0)"
+            deadline = time.monotonic() + 30
+            while page.evaluate(count) <= 20 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert page.evaluate(count) > 20
             assert page.locator("svg").count() >= 2
             assert "person.approved" in page.inner_text("#timeline")
             page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
