@@ -7,6 +7,7 @@ the key path (``tools.orders.get.duration``) and what was expected.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -612,3 +613,10 @@ def problem_to_dict(problem: Problem) -> dict[str, Any]:
     if isinstance(problem.template, Plan):
         doc["template"] = problem.template.to_dict()
     return doc
+
+
+def fingerprint(data: object) -> str:
+    """A stable digest of JSON-able data (a problem document, the options that matter, a
+    family's settings): what a checkpoint's identity is made of."""
+    text = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -57,12 +57,6 @@ class Checkpoint:
     events_sha256: str
 
 
-def fingerprint(data: object) -> str:
-    """A stable digest of JSON-able data (a problem document, the options that matter)."""
-    text = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def encode_state(state: dict[str, Any], memo: EncodeMemo | None = None) -> Any:
     """The state as plain data: what the search may change later is copied into it now."""
     try:

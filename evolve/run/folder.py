@@ -22,28 +22,21 @@ from evolve import defaults
 from evolve.defaults import RUNS_DIR
 from evolve.fitness.base import Fitness
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
-from evolve.fitness.evaluation import evaluate_plan
 from evolve.fitness.registry import resolve_all
 from evolve.model.errors import UsageError
-from evolve.model.files import problem_to_dict
-from evolve.model.plan import Plan, Task, plan_hash
+from evolve.model.files import fingerprint, problem_to_dict
+from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
-from evolve.problems import default_operators
-from evolve.problems.htn import OPERATOR as HTN_SEARCH
-from evolve.problems.htn import DecompositionFallback, HtnProblem, HtnSearch
-from evolve.problems.htn.heuristic import warm_up as warm_up_heuristic
-from evolve.problems.rcpsp.algorithm import OPERATOR as ACTIVITY_GA
-from evolve.problems.rcpsp.algorithm import ActivityListGA
-from evolve.problems.rcpsp.problem import is_integer_rcpsp
+from evolve.problems import family_of
+from evolve.problems.htn import DecompositionFallback
 from evolve.run import checkpoint
-from evolve.run.checkpoint import fingerprint
 from evolve.run.evaluator import Evaluator
 from evolve.scheduling import Schedule, schedule
 from evolve.scheduling.kernel import warm_up
 from evolve.search.algorithm import Algorithm, SearchResult, minimize
-from evolve.search.develop import Development
-from evolve.search.loop import Proposer, Search
-from evolve.search.operators import STRUCTURAL, OperatorSet, operator_name
+from evolve.search.family import Request
+from evolve.search.loop import Proposer
+from evolve.search.operators import OperatorSet
 from evolve.search.options import SearchOptions
 from evolve.search.ranking import Ranking
 from evolve.search.termination import Interruptible
@@ -161,14 +154,9 @@ def run_search(
     if interval < 0:
         raise UsageError(f"checkpoint interval must be at least 0 seconds, got {interval}")
     fitnesses = list(fitnesses) if fitnesses is not None else resolve_all(DEFAULT_OBJECTIVES)
-    # an integer RCPSP gets the activity-list GA unless the caller asks for operators or a proposer
-    htn = isinstance(problem, HtnProblem)
-    if seeds and htn:
-        raise UsageError("seed plans are for the plan search; an HTN domain is searched by decomposition")
-    activity_ga = (not htn and operators is None and proposer is None and not seeds
-                   and is_integer_rcpsp(problem))
-    # an HTN domain's moves are its own (choices of methods and orders); STRUCTURAL is unused there
-    operators = operators if operators is not None else STRUCTURAL if htn else default_operators(problem)
+    request = Request(problem, operators, proposer, proposer_share, tuple(seeds), htn_fallback)
+    family = family_of(request)
+    request = family.resolve(request)
     ranking = Ranking.of(fitnesses, weights)
     unknown = [name for name in options.target if name not in ranking.objectives]
     if unknown:
@@ -183,8 +171,7 @@ def run_search(
         "problem": fingerprint(problem_doc),
         "options": fingerprint(options.fingerprint()),
         "ranking": ranking.describe(),
-        "operators": (ACTIVITY_GA if activity_ga else htn_identity(problem, htn_fallback) if htn
-                      else operator_names(operators, proposer, proposer_share)),
+        "operators": family.identity(request),
     }
     if seeds:
         identity["seeds"] = [plan_hash(p) for p in seeds]
@@ -200,17 +187,14 @@ def run_search(
         # the compiled kernels load (seconds, and no deadline can cut it short) before the
         # clock --max-seconds counts starts, so the deadline is met to a tenth of a second
         warm_up()
-        if htn and problem.tools:  # and the objectives' kernels, on a one-step plan
-            warm_up_heuristic()
-            evaluate_plan(problem, Plan(tasks=(Task(id="t1", tool=next(iter(problem.tools))),)), fitnesses)
+        family.prepare(request, fitnesses)  # and the family's own (an HTN planner's heuristic)
     began = time.perf_counter()
     with EventLog(events_path, digest) as events, \
             checkpoint.Writer(out, identity, interval) as checkpoints, \
             Evaluator(problem, fitnesses, jobs=options.jobs, backend=options.backend,
                       scheduler_address=options.scheduler_address,
                       eval_timeout=options.eval_timeout, isolate=options.isolate,
-                      development=(None if htn or activity_ga
-                                   else Development.of(operators))) as evaluator:
+                      development=family.development(request)) as evaluator:
         checkpoints.runner = evaluator.defer  # a checkpoint's text overlaps the next development
 
         def save_checkpoint(search: Algorithm, last: bool = False) -> None:
@@ -220,19 +204,10 @@ def run_search(
                 checkpoints.save(search.state(), events.size, events.digest.hexdigest())
 
         emit = event_writer(events, on_generation)
-        search: Search | ActivityListGA | HtnSearch
-        if isinstance(problem, HtnProblem):
-            # anytime: the first plan and every better one on disk at once (a killed run keeps it)
-            search = HtnSearch(problem, evaluator=evaluator, ranking=ranking, options=options,
-                               on_event=emit, fallback=htn_fallback,
-                               on_best=lambda plan, ipc: write_best(out, problem, plan, ipc))
-        elif activity_ga:
-            search = ActivityListGA(problem, evaluator=evaluator, ranking=ranking, options=options,
-                                    on_event=emit)
-        else:
-            search = Search(problem, operators=operators, evaluator=evaluator, ranking=ranking,
-                            options=options, on_event=emit, proposer=proposer,
-                            proposer_share=proposer_share, seeds=seeds, developer=evaluator)
+        # a family whose search can hand on each better plan as found (an HTN domain's) has it
+        # on disk at once: a run killed before its end keeps it
+        search = family.build(request, evaluator, ranking, options, emit,
+                              lambda plan, ipc: write_best(out, problem, plan, ipc))
         if restored is not None:
             search.restore(restored.state)
         budget = options.budget()
@@ -244,9 +219,6 @@ def run_search(
     seconds = time.perf_counter() - began
     best = result.best
     sched = write_best(out, problem, best.plan)
-    scored = (search.cache.values() if isinstance(search, (Search, HtnSearch))
-              else [c.evaluation for c in result.population])
-    failed = sum(1 for ev in scored if ev.failed is not None)
     summary = {
         "problem": problem.name,
         "best": {
@@ -260,7 +232,7 @@ def run_search(
         "generations": search.generation,
         "stop_reason": result.stop_reason,
         "evaluations": result.evaluations,
-        "failed_evaluations": failed,
+        "failed_evaluations": result.failed,
         "worker_failures": worker_failures,
         "cache_hits": result.cache_hits,
         "resumed": restored is not None,
@@ -268,7 +240,7 @@ def run_search(
         "session_seconds": round(seconds, 3),
         "evaluations_per_second": (round(result.evaluations / search.seconds, 1)
                                    if search.seconds > 0 else None),
-        **({"htn_fallback": search.fallback_summary()} if isinstance(search, HtnSearch) else {}),
+        **search.summary(),
         **(extra_summary() if extra_summary is not None else {}),
     }
     (out / "summary.json").write_text(dump_json(summary))
@@ -293,27 +265,6 @@ def replace_file(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
-
-
-def htn_identity(problem: Problem, fallback: DecompositionFallback | None) -> str:
-    """An HTN run's algorithm, fallback and domain (the problem document holds only its
-    operators as tools), part of a checkpoint's identity."""
-    domain = problem.htn() if isinstance(problem, HtnProblem) else None
-    text = repr((domain.methods, sorted(domain.operators.items()), domain.state, domain.goal,
-                 domain.max_depth, domain.max_nodes)) if domain is not None else ""
-    return f"{HTN_SEARCH}:{fallback.name if fallback is not None else 'none'}:{fingerprint(text)}"
-
-
-def operator_names(operators: OperatorSet, proposer: Proposer | None, share: float) -> str:
-    """The operator mix as text, part of a checkpoint's identity."""
-    parts = [f"{operator_name(fn)}:{w:g}" for fn, w in operators.mutations]
-    parts += [f"{operator_name(fn)}:{w:g}" for fn, w in operators.crossovers]
-    if operators.improve is not None:
-        parts.append(f"improve:{operator_name(operators.improve)}")
-    parts.append(f"crossover_rate:{operators.crossover_rate:g}")
-    if proposer is not None:
-        parts.append(f"{proposer.name}:{share:g}")
-    return ",".join(parts)
 
 
 class EventLog:

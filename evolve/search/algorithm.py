@@ -62,6 +62,8 @@ class SearchResult:
     cache_hits: int
     history: list[dict[str, Any]]
     stop_reason: str = ""
+    failed: int = 0
+    """How many of the plans scored failed to evaluate (an error, a timeout)."""
 
     @property
     def best(self) -> Candidate:
@@ -113,6 +115,8 @@ class Algorithm(Protocol):
         on (see :meth:`evolve.run.checkpoint.Writer.save`)."""
     def restore(self, state: dict[str, Any]) -> None: ...
     def result(self, reason: str) -> SearchResult: ...
+    def summary(self) -> dict[str, Any]:
+        """What the run's summary should also say about this algorithm."""
 
 
 def minimize(algorithm: Algorithm, termination: Termination, *, emit: EventSink | None = None,

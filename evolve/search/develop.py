@@ -111,3 +111,13 @@ class InProcess:
 
     def develop(self, work: Iterable[Work]) -> list[Developed]:
         return [develop(self.problem, self.development, item) for item in work]
+
+
+class Undeveloped:
+    """The developer of a representation that develops nothing (its children are made whole
+    where they are drafted): asked for work, it refuses."""
+
+    def develop(self, work: Iterable[Work]) -> list[Developed]:
+        for _ in work:
+            raise RuntimeError("this search's representation asks for no development")
+        return []

@@ -1,16 +1,20 @@
-"""The search loop: keep the best, breed children from them, score, repeat.
+"""The search loop, one for every problem family: keep the best, breed children from them,
+score, repeat.
 
-The engine is given everything it uses (operators, evaluator, ranking) rather
-than importing it, so a caller can swap any part. Every child draws from its own
-random stream, derived from ``(seed, generation, index)``: results depend on the
-seed alone, never on which worker ran what.
+A family is a representation (:mod:`evolve.search.representation`: its first
+population, crossover, mutation and decoding); the loop is given everything
+else it uses (evaluator, developer, ranking) rather than importing it, so a
+caller can swap any part. Every child draws from its own random stream, derived
+from ``(seed, generation, index)``: results depend on the seed alone, never on
+which worker ran what.
 """
 
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -21,23 +25,15 @@ from evolve.model.patch import diff_plans
 from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
 from evolve.search.algorithm import Candidate, EventSink, SearchResult, generation_end, minimize
-from evolve.search.develop import Developed, Developer, Development, InProcess, Work
-from evolve.search.operators import OperatorSet, operator_name
+from evolve.search.develop import Developed, Developer, Development, InProcess, Undeveloped, Work
+from evolve.search.operators import STRUCTURAL, OperatorSet
 from evolve.search.options import SearchOptions
+from evolve.search.plans import Plans
 from evolve.search.ranking import Ranking
+from evolve.search.representation import Genome, Offspring, Representation, child_rng, choose
 
-
-@dataclass(frozen=True)
-class Offspring:
-    """A child before scoring. ``plan`` is ``None`` when a proposer could not make one; its
-    ``meta`` (e.g. why an LLM patch was rejected) then rides on the fallback child's event.
-    ``evaluation`` is the plan's verdict when whoever developed it scored it too."""
-
-    plan: Plan | None
-    parents: tuple[str, ...] = ()
-    operator: str = "construct"
-    meta: dict[str, Any] = field(default_factory=dict)
-    evaluation: Evaluation | None = None
+__all__ = ["Evaluator", "Offspring", "ProposalContext", "Proposer", "Search", "child_rng", "choose",
+           "develop_all"]
 
 
 class Evaluator(Protocol):
@@ -75,40 +71,45 @@ class Proposer(Protocol):
                 generation: int, seed: int, context: ProposalContext) -> list[Offspring]: ...
 
 
-def child_rng(seed: int, generation: int, index: int) -> np.random.Generator:
-    """The random stream of one child, independent of every other child's."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(generation, index)))
-
-
-STATE_FIELDS = ("generation", "population", "cache", "cache_hits", "serial", "history",
-                "parent_plans", "stale", "best_key", "evaluations", "seconds")
-"""What a checkpoint holds: with these restored, a resumed search continues exactly."""
+STATE_FIELDS = ("generation", "population", "cache", "cache_hits", "serial", "history", "genomes",
+                "stale", "best_key", "evaluations", "seconds")
+"""What a checkpoint holds (with the representation's and the proposer's own state): with these
+restored, a resumed search continues exactly."""
 
 
 class Search:
-    """One run of the evolutionary loop. Call :meth:`run`; read the outcome from the result.
+    """The one generational loop, for every problem family: call :meth:`run`, read the result.
 
-    ``on_generation`` is called after every generation, when the search is in a
-    consistent state that :meth:`state` captures (the runner checkpoints there).
-    ``developer`` runs the costly part of making children (the initializer, the
-    improvement; see :mod:`evolve.search.develop`): in this process unless given one,
-    e.g. the run's evaluator, which develops them in its workers.
+    The family is its ``representation`` (see :mod:`evolve.search.representation`); without
+    one, plans varied by ``operators`` (:class:`~evolve.search.plans.Plans`, with ``seeds`` in
+    the first population). Each generation the best ``keep`` survive and the rest are their
+    children: a ``proposer`` (e.g. an LLM) makes its share, and :meth:`breed` the others, each
+    from its own random stream; the costly part of making them (the initializer, a local
+    improvement; see :mod:`evolve.search.develop`) runs in ``developer`` (this process unless
+    given one, e.g. the run's evaluator, which develops them in its workers), and every
+    distinct plan is scored once by ``evaluator``. ``on_generation`` is called after every
+    generation, when :meth:`state` can capture the search (the runner checkpoints there).
     """
 
-    def __init__(self, problem: Problem, *, operators: OperatorSet, evaluator: Evaluator,
-                 ranking: Ranking, options: SearchOptions, on_event: EventSink | None = None,
+    def __init__(self, problem: Problem, *, evaluator: Evaluator, ranking: Ranking,
+                 options: SearchOptions, operators: OperatorSet | None = None,
+                 representation: Representation | None = None, on_event: EventSink | None = None,
                  proposer: Proposer | None = None, proposer_share: float = 0.0,
                  on_generation: Callable[[Any], None] | None = None,
                  seeds: Sequence[Plan] = (), developer: Developer | None = None) -> None:
         if not 0.0 <= proposer_share <= 1.0:
             raise UsageError(f"proposer share must be within [0, 1], got {proposer_share}")
+        if representation is None and operators is None:
+            raise UsageError("a search needs a representation or the operators of a plan search")
         self.problem = problem
-        self.seeds = tuple(seeds)
+        self.representation: Representation = (representation if representation is not None
+                                                else Plans(problem, operators or STRUCTURAL, seeds))
         self.proposer = proposer
         self.proposer_share = proposer_share if proposer is not None else 0.0
-        self.operators = operators
+        self.operators = operators or STRUCTURAL
         self.evaluator = evaluator
-        self.developer = developer or InProcess(problem, Development.of(operators))
+        self.developer: Developer = developer or (InProcess(problem, Development.of(operators))
+                                                  if operators is not None else Undeveloped())
         self.ranking = ranking
         self.options = options
         self.budget = options.budget()
@@ -120,11 +121,14 @@ class Search:
         self.cache_hits = 0
         self.serial = 0
         self.history: list[dict[str, Any]] = []
-        self.parent_plans: dict[str, Plan] = {}
+        self.genomes: dict[str, Genome] = {}
+        """The genome of every candidate of the population, by id (what its children vary)."""
         self.stale = 0
         self.best_key: tuple[float, ...] = ()
         self.evaluations = 0
         self.seconds = 0.0
+        self.deadline: float | None = None
+        """When ``max_seconds`` ends, as a :func:`time.perf_counter` time (see :meth:`arm`)."""
 
     def run(self) -> SearchResult:
         """Evolve until a budget says stop; resumes where :meth:`restore` left off."""
@@ -133,53 +137,50 @@ class Search:
     # -- the Algorithm protocol (see evolve.search.algorithm) -------------------------------
 
     def start(self) -> None:
-        """Generation 0: the first population, built and scored."""
+        """Generation 0: the representation's first population, scored."""
+        self.arm()
         self.generation = 0
         self.emit({"event": "generation_start", "generation": 0})
-        self.population = self.rank(self.score(self.initial_plans(), generation=0))
+        first = self.representation.first(self.options.population, self.options.seed,
+                                          self.developer.develop)
+        self.population = self.rank(self.score(first, generation=0))
         self.end_generation()
 
     def step(self) -> None:
         """One generation: the best ``keep`` survive, the rest of the population are their children."""
-        opts = self.options
+        self.arm()
         self.generation += 1
         self.emit({"event": "generation_start", "generation": self.generation})
-        survivors = self.population[: opts.keep]
-        children = self.offspring(survivors, self.generation, opts.population - opts.keep)
+        survivors = self.population[: self.options.keep]
+        children = self.offspring(survivors, self.generation, self.options.population - len(survivors))
         self.population = self.rank(survivors + self.score(children, self.generation))
         self.end_generation()
 
-    def result(self, reason: str) -> SearchResult:
-        return SearchResult(self.population, self.evaluations, self.cache_hits, self.history, reason)
-
-    def at_bound(self) -> str | None:
-        return None  # plan problems: no bound of the default ranking is computed here
+    def arm(self) -> None:
+        """Give the representation the run's deadline, ``max_seconds`` after the search's clock
+        started: once per process, as a resumed run's clock goes on from its checkpoint."""
+        if self.deadline is None and self.options.max_seconds is not None:
+            self.deadline = time.perf_counter() - self.seconds + self.options.max_seconds
+            self.representation.stop_at(self.deadline)
 
     def end_generation(self) -> None:
-        """Bookkeeping after a generation: stats and the patience counter."""
-        self.record(self.generation, self.population)
+        """Bookkeeping after a generation: stats, the patience counter, the representation told."""
+        stats = generation_end(self.generation, self.population[: self.options.population],
+                               self.evaluations, self.ranking)
+        self.history.append(stats)
+        self.emit(stats)
         key = self.ranking.key(self.population[0].evaluation)
         self.stale = 0 if not self.best_key or key < self.best_key else self.stale + 1
         self.best_key = key if not self.best_key else min(key, self.best_key)
+        self.representation.ranked(self.population)
 
-    def state(self) -> dict[str, Any]:
-        """Everything needed to continue this search later (see :data:`STATE_FIELDS`), as a
-        snapshot: the containers the next generations change are copied (what they hold is
-        never changed), so a checkpoint may encode it while the search goes on."""
-        proposer_state = getattr(self.proposer, "checkpoint_state", None)
-        state = {name: getattr(self, name) for name in STATE_FIELDS}
-        for name in ("population", "cache", "history", "parent_plans"):
-            state[name] = copy.copy(state[name])
-        state["proposer"] = proposer_state() if callable(proposer_state) else None
-        return state
+    def result(self, reason: str) -> SearchResult:
+        failed = sum(1 for ev in self.cache.values() if ev.failed is not None)
+        return SearchResult(self.population, self.evaluations, self.cache_hits, self.history, reason,
+                            failed)
 
-    def restore(self, state: dict[str, Any]) -> None:
-        """Continue from :meth:`state`'s snapshot instead of starting afresh."""
-        for name in STATE_FIELDS:
-            setattr(self, name, state[name])
-        restore = getattr(self.proposer, "restore_checkpoint", None)
-        if callable(restore) and state.get("proposer") is not None:
-            restore(state["proposer"])
+    def summary(self) -> dict[str, Any]:
+        return self.representation.summary()
 
     # Termination reads these (see evolve.search.termination.Progress).
     def best_values(self) -> dict[str, float]:
@@ -188,9 +189,37 @@ class Search:
     def best_feasible(self) -> bool:
         return self.population[0].evaluation.feasible
 
+    def at_bound(self) -> str | None:
+        return self.representation.at_bound()
+
+    def state(self) -> dict[str, Any]:
+        """Everything needed to continue this search later (see :data:`STATE_FIELDS`), as a
+        snapshot: the containers the next generations change are copied (what they hold is
+        never changed), so a checkpoint may encode it while the search goes on."""
+        proposer_state = getattr(self.proposer, "checkpoint_state", None)
+        state = {name: getattr(self, name) for name in STATE_FIELDS}
+        for name in ("population", "cache", "history", "genomes"):
+            state[name] = copy.copy(state[name])
+        state["representation"] = self.representation.state()
+        state["proposer"] = proposer_state() if callable(proposer_state) else None
+        return state
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`state`'s snapshot instead of starting afresh."""
+        for name in STATE_FIELDS:
+            setattr(self, name, state[name])
+        self.deadline = None
+        self.representation.restore(state["representation"])
+        restore = getattr(self.proposer, "restore_checkpoint", None)
+        if callable(restore) and state.get("proposer") is not None:
+            restore(state["proposer"])
+
+    # -- making children ----------------------------------------------------------------------
+
     def offspring(self, parents: Sequence[Candidate], generation: int, count: int) -> list[Offspring]:
-        """This generation's children: the proposer's share first, random operators for the rest
-        and for every child the proposer could not make."""
+        """This generation's children: the proposer's share first, bred children for the rest
+        and for every child the proposer could not make; fewer when the representation's
+        deadline came (the children drafted before it are kept)."""
         guided = list(range(round(count * self.proposer_share)))
         made: dict[int, Offspring] = {}
         if self.proposer is not None and guided:
@@ -200,59 +229,31 @@ class Search:
             made = dict(zip(guided, proposals))
         breeding = {i: self.breed(parents, generation, i) for i in range(count)
                     if made.get(i) is None or made[i].plan is None}
-        bred = develop_all(breeding, self.developer)
+        bred = develop_all(breeding, self.developer, self.representation.out_of_time)
         children = []
         for i in range(count):
             child = made.get(i)
-            if child is None or child.plan is None:
+            if (child is None or child.plan is None) and i in bred:
                 child = replace(bred[i], meta=child.meta) if child is not None else bred[i]
-            children.append(child)
+            if child is not None:
+                children.append(child)
         return children
-
-    def initial_plans(self) -> list[Offspring]:
-        """The template (when given), the seeds (plans drafted elsewhere, e.g. by a model: being
-        in the first population, the best plan found is never worse than theirs), then plans
-        made by the operators' initializer (randomised backward chaining by default), distinct
-        while distinct ones can be found."""
-        plans: list[Offspring] = []
-        seen: set[str] = set()
-        if isinstance(self.problem.template, Plan):
-            plans.append(Offspring(self.problem.template, (), "template"))
-            seen.add(plan_hash(self.problem.template))
-        for seed in self.seeds:
-            if plan_hash(seed) not in seen and len(plans) < self.options.population:
-                plans.append(Offspring(seed, (), "seed"))
-                seen.add(plan_hash(seed))
-        attempts = 0
-        while len(plans) < self.options.population:
-            # as many first plans as are missing, developed at once; a surplus is dropped unseen
-            batch = [Work(child_rng(self.options.seed, 0, attempts + i))
-                     for i in range(self.options.population - len(plans))]
-            for made in self.developer.develop(batch):
-                attempts += 1
-                plan = made.plan if made.plan is not None else Plan()
-                digest = plan_hash(plan)
-                if digest not in seen or attempts > 2 * self.options.population:
-                    seen.add(digest)
-                    plans.append(Offspring(plan, (), operator_name(self.operators.initial),
-                                           evaluation=made.evaluation))
-                    if len(plans) == self.options.population:
-                        break
-        return plans
 
     def breed(self, parents: Sequence[Candidate], generation: int,
               index: int) -> Generator[Work, Developed, Offspring]:
-        """One child: maybe a crossover of two parents, then a mutation, then the local
-        improvement; retried when it is a copy. An improved child that is a copy of a known
-        plan (improvement pulls neighbours into the same local optimum) gives way to its
-        unimproved self when that is new, so the population stays diverse; a child is improved
-        once, and later attempts are plain mutations.
+        """One child, from its own random stream: a parent drawn by rank, maybe crossed with
+        another, then mutated, then (when the representation improves) climbed, then decoded;
+        retried while it is a copy of a known plan (not when the deadline cut its decoding: it
+        has no plan, and no time to find one). An improved child that is a copy (improvement
+        pulls neighbours into the same local optimum) gives way to its unimproved self when that
+        is new, so the population stays diverse; a child is improved once, later attempts are
+        plain variations.
 
         The improvement is the one costly step, so it is not done here: the child is yielded
         as :class:`Work` and its development sent back (see :func:`develop_all`), which lets
         the developer improve every child of a generation at once, in its workers."""
         rng = child_rng(self.options.seed, generation, index)
-        ops = self.operators
+        rep = self.representation
         weights = np.arange(len(parents), 0, -1, dtype=float)
         known = {p.hash for p in parents}
 
@@ -261,31 +262,33 @@ class Search:
             return digest not in self.cache and digest not in known
 
         improved_once = False
+        child: Offspring | None = None
         for _ in range(self.options.max_attempts):
             first = parents[int(rng.choice(len(parents), p=weights / weights.sum()))]
-            plan, used, names = first.plan, [first.id], []
-            if ops.crossovers and len(parents) > 1 and rng.random() < ops.crossover_rate:
+            used: tuple[str, ...] = (first.id,)
+            genome, names = self.genomes[first.id], []
+            if rep.crossover_rate is not None and len(parents) > 1 and rng.random() < rep.crossover_rate:
                 other = parents[int(rng.choice([i for i in range(len(parents)) if parents[i] is not first]))]
-                cross = choose(ops.crossovers, rng)
-                mixed = cross(self.problem, plan, other.plan, rng)
+                mixed = rep.crossover(genome, self.genomes[other.id], rng)
                 if mixed is not None:
-                    plan, used, names = mixed, [first.id, other.id], [operator_name(cross)]
-            mutate = choose(ops.mutations, rng)
-            mutated = mutate(self.problem, plan, rng)
-            if mutated is not None:
-                plan, names = mutated, [*names, operator_name(mutate)]
-            if not names:
-                continue
-            if ops.improve is not None and not improved_once:
+                    genome, used, names = mixed[0], (first.id, other.id), [mixed[1]]
+            changed = rep.mutate(genome, rng)
+            if changed is not None:
+                genome, names = changed[0], [*names, changed[1]]
+            if names and rep.improves and not improved_once:
                 improved_once = True  # a second climb would mostly meet the same optimum again
-                developed = yield Work(rng, plan)
+                developed = yield Work(rng, genome)
                 rng, better = developed.rng, developed.plan
                 if better is not None and new(better):
-                    return Offspring(better, tuple(used), "+".join([*names, "improve"]),
+                    return Offspring(better, used, "+".join([*names, "improve"]),
                                      evaluation=developed.evaluation)
-            if new(plan):
-                return Offspring(plan, tuple(used), "+".join(names))
-        return Offspring(plan, tuple(used), "+".join(names) or "copy")
+            child = rep.decode(genome, rng, used, "+".join(names) or "copy")
+            if child.plan is None or new(child.plan):
+                return child
+        assert child is not None, "max_attempts is at least 1"
+        return child
+
+    # -- scoring and ranking ------------------------------------------------------------------
 
     def evaluate_new(self, plans: Sequence[Plan]) -> list[Evaluation]:
         """Evaluations of ``plans``, scoring (and counting) only those never scored before."""
@@ -316,22 +319,25 @@ class Search:
 
     def score(self, made: Sequence[Offspring], generation: int) -> list[Candidate]:
         """Evaluate new plans (each distinct plan once, ever) and record them as candidates."""
+        made = [child for child in made if child.plan is not None]
         plans = [child.plan for child in made if child.plan is not None]
         hashes = [plan_hash(plan) for plan in plans]
-        fresh = self.fill_cache(hashes, plans, [c.evaluation for c in made if c.plan is not None])
+        fresh = self.fill_cache(hashes, plans, [child.evaluation for child in made])
+        by_id = {c.id: c for c in self.population}
         out = []
-        for digest, plan, child in zip(hashes, plans, (c for c in made if c.plan is not None)):
+        for digest, plan, child in zip(hashes, plans, made):
             cached = digest not in fresh
             fresh.discard(digest)
             self.cache_hits += cached
-            parent_plan = self.parent_plans.get(child.parents[0]) if child.parents else None
+            parent = by_id.get(child.parents[0]) if child.parents else None
             candidate = Candidate(
                 id=f"c{self.serial}", plan=plan, hash=digest, generation=generation,
                 evaluation=self.cache[digest], parents=child.parents, operator=child.operator,
-                patch=diff_plans(parent_plan or Plan(), plan), meta=child.meta,
+                patch=diff_plans(parent.plan if parent is not None else Plan(), plan),
+                meta={**child.meta, **self.representation.notes(digest, child)},
             )
             self.serial += 1
-            self.parent_plans[candidate.id] = plan
+            self.genomes[candidate.id] = child.genome if child.genome is not None else plan
             out.append(candidate)
             self.emit(candidate.event(cached))
         return out
@@ -340,28 +346,24 @@ class Search:
         """Best first; ties keep their order, so older candidates win them."""
         ranked = sorted(candidates, key=lambda c: self.ranking.key(c.evaluation))
         alive = {c.id for c in ranked[: self.options.population]}
-        self.parent_plans = {k: v for k, v in self.parent_plans.items() if k in alive}
+        self.genomes = {k: v for k, v in self.genomes.items() if k in alive}
         return ranked
-
-    def record(self, generation: int, population: list[Candidate]) -> None:
-        """Per-generation statistics: the best candidate and best/median of each objective."""
-        stats = generation_end(generation, population[: self.options.population], self.evaluations,
-                               self.ranking)
-        self.history.append(stats)
-        self.emit(stats)
 
 
 def develop_all(breeding: Mapping[int, Generator[Work, Developed, Offspring]],
-                developer: Developer) -> dict[int, Offspring]:
+                developer: Developer, out_of_time: Callable[[], bool] = lambda: False,
+                ) -> dict[int, Offspring]:
     """Drive every child's :meth:`Search.breed` to its end, developing the work they ask for
     in one call (so a developer with workers improves them side by side). The children are
     drafted as the developer takes their work, so one with threads develops the first while
-    the next is drafted."""
+    the next is drafted; none is drafted once ``out_of_time``."""
     bred: dict[int, Offspring] = {}
     asking: list[int] = []
 
     def drafted() -> Iterator[Work]:
         for i, child in breeding.items():
+            if out_of_time():
+                return
             try:
                 work = next(child)
             except StopIteration as done:
@@ -378,8 +380,3 @@ def develop_all(breeding: Mapping[int, Generator[Work, Developed, Offspring]],
             bred[i] = done.value
     return bred
 
-
-def choose(weighted: Sequence[tuple[Any, float]], rng: np.random.Generator) -> Any:
-    """One item of ``(item, weight)`` pairs, drawn with probability proportional to its weight."""
-    weights = np.array([w for _, w in weighted], dtype=float)
-    return weighted[int(rng.choice(len(weighted), p=weights / weights.sum()))][0]

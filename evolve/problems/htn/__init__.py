@@ -3,12 +3,12 @@
 Read a domain (:func:`load_htn_problem`, or :func:`evolve.load_problem` on any
 file with an ``htn`` section), decompose it (:class:`Planner`), turn a
 decomposition into the usual task graph (:func:`to_plan`), search the
-decompositions for the best plan (:class:`HtnSearch`, what ``evolve run``
+decompositions for the best plan (:func:`htn_search`, what ``evolve run``
 uses), check a domain over synthetic states (:func:`validate_domain`). A
 fallback for tasks no method covers plugs in through :class:`DecompositionFallback`.
 """
 
-from evolve.problems.htn.algorithm import OPERATOR, HtnSearch, NoPlanError
+from evolve.problems.htn.algorithm import OPERATOR, HtnChoices, NoPlanError, htn_search
 from evolve.problems.htn.decomposition import Choice, Decomposition, NoPlan, replay
 from evolve.problems.htn.domain import Domain, Method, Operator
 from evolve.problems.htn.fallback import DecompositionFallback, FallbackReply
@@ -25,8 +25,8 @@ __all__ = [
     "Domain",
     "DomainReport",
     "FallbackReply",
+    "HtnChoices",
     "HtnProblem",
-    "HtnSearch",
     "Learned",
     "Method",
     "NoPlan",
@@ -35,6 +35,7 @@ __all__ = [
     "Planner",
     "domain_from_dict",
     "htn_problem_from_dict",
+    "htn_search",
     "is_htn_document",
     "load_htn_problem",
     "read_domain",

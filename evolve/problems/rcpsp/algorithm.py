@@ -16,18 +16,21 @@ engine's, not the GA's own claim), its parent the previous best.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from evolve.fitness.base import Fitness
 from evolve.fitness.evaluation import Evaluation
 from evolve.model.patch import diff_plans
 from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
 from evolve.problems.rcpsp.operators import with_list
-from evolve.problems.rcpsp.problem import instance_of
+from evolve.problems.rcpsp.problem import instance_of, is_integer_rcpsp
 from evolve.problems.rcpsp.search import BiPopulationGA
 from evolve.search.algorithm import Candidate, EventSink, SearchResult, generation_end
+from evolve.search.develop import Development
+from evolve.search.family import BestSink, Request, Workers
 from evolve.search.loop import Evaluator
 from evolve.search.options import SearchOptions
 from evolve.search.ranking import Ranking
@@ -135,4 +138,38 @@ class ActivityListGA:
         if plan_hash(plan) != best.hash:
             best = replace(best, plan=plan, hash=plan_hash(plan),
                            evaluation=self.evaluator.evaluate([plan])[0])
-        return SearchResult([best], self.evaluations, 0, self.history, reason)
+        return SearchResult([best], self.evaluations, 0, self.history, reason,
+                            int(best.evaluation.failed is not None))
+
+    def summary(self) -> dict[str, Any]:
+        return {}
+
+
+class ActivityListFamily:
+    """The :class:`~evolve.search.family.Family` of integer RCPSP problems searched by
+    :class:`ActivityListGA`: any :func:`is_integer_rcpsp` problem whose caller asks for no
+    operators, proposer or seed plans (those are the plan search's)."""
+
+    name = "activity-list"
+
+    def claims(self, request: Request) -> bool:
+        return (request.operators is None and request.proposer is None and not request.seeds
+                and is_integer_rcpsp(request.problem))
+
+    def resolve(self, request: Request) -> Request:
+        return request
+
+    def identity(self, request: Request) -> str:
+        return OPERATOR
+
+    def development(self, request: Request) -> Development | None:
+        return None
+
+    def prepare(self, request: Request, fitnesses: Sequence[Fitness]) -> None:
+        pass  # the bi-population GA's kernels are the scheduling ones, which the run loads
+
+    def build(self, request: Request, workers: Workers, ranking: Ranking, options: SearchOptions,
+              emit: EventSink, on_best: BestSink) -> ActivityListGA:
+        # its best is written at the run's end (its budget is evaluations, checked as it goes)
+        return ActivityListGA(request.problem, evaluator=workers, ranking=ranking, options=options,
+                              on_event=emit)
