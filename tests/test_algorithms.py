@@ -11,12 +11,22 @@ from typing import Any
 import pytest
 
 from evolve import SearchOptions, load_problem, run_search
+from evolve.model.errors import UsageError
+from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
+from evolve.problems import default_operators, family_of
+from evolve.problems.htn import HtnChoices, HtnProblem
 from evolve.problems.rcpsp.instance import load_instance, psplib_dir
+from evolve.problems.rcpsp.operators import ACTIVITY_LIST
 from evolve.problems.rcpsp.problem import is_integer_rcpsp
 from evolve.problems.rcpsp.search import solve
 from evolve.problems.synthetic import generate_problem
 from evolve.run import checkpoint
+from evolve.run.state_codec import decode
+from evolve.search.develop import Development, InProcess, Undeveloped
+from evolve.search.family import Request
+from evolve.search.plans import Plans
+from evolve.search.representation import child_rng
 
 ROOT = Path(__file__).resolve().parents[1]
 J30 = psplib_dir() / "j30" / "j301_1.sm"
@@ -157,3 +167,64 @@ def test_the_state_a_checkpoint_gets_is_a_snapshot(make: Any, options: dict[str,
     assert len(handed) >= 6
     for state, at_once in handed:
         assert checkpoint.encode_state(state) == at_once
+
+
+def plan_representation() -> tuple[Any, Any]:
+    problem = plan_problem()
+    operators = default_operators(problem)
+    return Plans(problem, operators), InProcess(problem, Development.of(operators)).develop
+
+
+def activity_list_representation() -> tuple[Any, Any]:
+    problem = rcpsp_problem()
+    return Plans(problem, ACTIVITY_LIST), InProcess(problem, Development.of(ACTIVITY_LIST)).develop
+
+
+def htn_representation() -> tuple[Any, Any]:
+    problem = htn_problem()
+    assert isinstance(problem, HtnProblem)
+    return HtnChoices(problem), Undeveloped().develop
+
+
+REPRESENTATIONS = [
+    pytest.param(plan_representation, id="plans"),
+    pytest.param(activity_list_representation, id="activity-lists", marks=needs_psplib),
+    pytest.param(htn_representation, id="htn-method-choices"),
+]
+
+
+@pytest.mark.parametrize("make", REPRESENTATIONS)
+def test_every_representation_keeps_the_protocol(make: Any) -> None:
+    """What the one loop asks of a representation, each step a plain value: a first population
+    of plans, variations that name their operator, a decoding that makes a plan, the same for
+    the same random stream, and a state that survives a checkpoint's encoding."""
+    rep, develop = make()
+    first = rep.first(4, 3, develop)
+    assert 1 <= len(first) <= 4 and all(isinstance(child.plan, Plan) for child in first)
+    genomes = [child.genome if child.genome is not None else child.plan for child in first]
+    rng = child_rng(3, 1, 0)
+    changed = rep.mutate(genomes[0], rng)
+    assert changed is None or isinstance(changed[1], str)
+    if rep.crossover_rate is not None and len(genomes) > 1:
+        mixed = rep.crossover(genomes[0], genomes[1], rng)
+        assert mixed is None or isinstance(mixed[1], str)
+    genome = changed[0] if changed is not None else genomes[0]
+    one = rep.decode(genome, child_rng(3, 1, 1), ("c0",), "test")
+    two = rep.decode(genome, child_rng(3, 1, 1), ("c0",), "test")
+    assert isinstance(one.plan, Plan) and one.parents == ("c0",) and one.operator == "test"
+    assert plan_hash(one.plan) == plan_hash(two.plan)
+    state = checkpoint.encode_state({"representation": rep.state()})
+    rep.restore(decode(state)["representation"])
+    assert checkpoint.encode_state({"representation": rep.state()}) == state
+
+
+def test_each_problem_goes_to_its_family() -> None:
+    """run_search asks the registry, not the problem's type: HTN domains to their method choices,
+    integer projects to the activity-list GA unless operators are asked for, the rest to plans."""
+    assert family_of(Request(htn_problem())).name == "htn"
+    assert family_of(Request(plan_problem())).name == "plans"
+    with pytest.raises(UsageError, match="seed plans"):
+        family_of(Request(htn_problem(), seeds=(Plan(),)))
+    if J30.exists():
+        assert family_of(Request(rcpsp_problem())).name == "activity-list"
+        assert family_of(Request(rcpsp_problem(), operators=ACTIVITY_LIST)).name == "plans"
