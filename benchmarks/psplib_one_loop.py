@@ -35,9 +35,10 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=5000)
     parser.add_argument("--population", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--names", nargs="*", help="j30 instances (default: j30X_1, every fourth X)")
     args = parser.parse_args()
     known = best_known()
-    names = [f"j30{p}_1" for p in range(1, 49, 4)][: args.instances]
+    names = args.names or [f"j30{p}_1" for p in range(1, 49, 4)][: args.instances]
     rows = []
     for name in names:
         problem = load_problem(psplib_dir() / "j30" / f"{name}.sm")
