@@ -5,12 +5,14 @@ one, budgets are respected, and the events follow one schema."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from evolve import SearchOptions, load_problem, run_search
+from evolve.fitness.registry import resolve_all
 from evolve.model.errors import UsageError
 from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
@@ -22,10 +24,13 @@ from evolve.problems.rcpsp.problem import is_integer_rcpsp
 from evolve.problems.rcpsp.search import solve
 from evolve.problems.synthetic import generate_problem
 from evolve.run import checkpoint
+from evolve.run.evaluator import Evaluator
 from evolve.run.state_codec import decode
 from evolve.search.develop import Development, InProcess, Undeveloped
 from evolve.search.family import Request
+from evolve.search.loop import Search
 from evolve.search.plans import Plans
+from evolve.search.ranking import Ranking
 from evolve.search.representation import child_rng
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -216,6 +221,11 @@ def test_every_representation_keeps_the_protocol(make: Any) -> None:
     state = checkpoint.encode_state({"representation": rep.state()})
     rep.restore(decode(state)["representation"])
     assert checkpoint.encode_state({"representation": rep.state()}) == state
+    # past its deadline, a representation that honours one (HTN) says so and decodes no plan;
+    # one that does not (plans) goes on as before
+    rep.stop_at(time.perf_counter() - 1.0)
+    late = rep.decode(genome, child_rng(3, 1, 1), ("c0",), "test")
+    assert rep.out_of_time() == isinstance(rep, HtnChoices) == (late.plan is None)
 
 
 def test_each_problem_goes_to_its_family() -> None:
@@ -228,3 +238,41 @@ def test_each_problem_goes_to_its_family() -> None:
     if J30.exists():
         assert family_of(Request(rcpsp_problem())).name == "activity-list"
         assert family_of(Request(rcpsp_problem(), operators=ACTIVITY_LIST)).name == "plans"
+
+
+class Hurried(Plans):
+    """Plans whose deadline comes once ``allowed`` children of a generation have been drafted."""
+
+    def __init__(self, problem: Problem, allowed: int) -> None:
+        super().__init__(problem, default_operators(problem))
+        self.allowed = allowed
+        self.asked = 0
+        self.deadlines: list[float] = []
+
+    def stop_at(self, deadline: float) -> None:
+        self.deadlines.append(deadline)
+
+    def out_of_time(self) -> bool:
+        self.asked += 1
+        return self.asked > self.allowed
+
+
+def test_the_loop_drafts_no_more_children_once_the_representation_is_out_of_time() -> None:
+    """The loop gives the representation the run's deadline once, when the search's clock starts,
+    and asks before drafting each child whether it has come: the children drafted before it make
+    the generation (survivors and 2 children here, of 6), the rest are never drafted."""
+    problem = plan_problem()
+    rep = Hurried(problem, allowed=2)
+    fitnesses = resolve_all(["validity", "completeness", "makespan", "minimality"])
+    events: list[dict[str, Any]] = []
+    options = SearchOptions(population=6, keep=3, seed=3, max_seconds=3600)
+    with Evaluator(problem, fitnesses, jobs=1) as evaluator:
+        search = Search(problem, representation=rep, operators=rep.operators, evaluator=evaluator,
+                        ranking=Ranking.of(fitnesses), options=options, on_event=events.append)
+        began = time.perf_counter()
+        search.start()
+        search.step()
+    assert len(rep.deadlines) == 1 and began + 3599 < rep.deadlines[0] < time.perf_counter() + 3600
+    children = [e for e in events if e["event"] == "candidate" and e["generation"] == 1]
+    assert len(children) == 2 and rep.asked == 3
+    assert len(search.population) == 3 + 2

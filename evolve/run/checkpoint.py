@@ -36,10 +36,11 @@ from evolve.run.state_codec import EncodeMemo, StateError, decode, encode
 CHECKPOINT = "checkpoint.json"
 LEGACY_CHECKPOINT = "checkpoint.pkl"
 MAGIC = "evolve-checkpoint"
-VERSION = 4
+VERSION = 5
 """Bumped whenever a checkpointed state gains or loses a field (3: the RCPSP search keeps
 recycled polishing passes; 4: it lost its experiments' state, and the file names its
-generation), so an older file is refused with a message, not half-restored."""
+generation; 5: plan and HTN searches are the one loop, whose state keeps genomes and the
+representation's own part), so an older file is refused with a message, not half-restored."""
 MAX_BYTES = 1 << 30
 """A checkpoint larger than this is refused unread (a real one is kilobytes to megabytes)."""
 
