@@ -139,9 +139,10 @@ def run_search(
 
     With ``resume=True`` the search continues from ``out_dir``'s checkpoint, which
     must have been made for the same problem, objectives and options; one stopped before its
-    first checkpoint starts again from the beginning (:func:`nothing_checkpointed`). An HTN domain
-    (:class:`~evolve.problems.htn.HtnProblem`) is searched by its own algorithm, which asks
-    ``htn_fallback`` (if given) for decompositions no method covers. A folder that
+    first checkpoint starts again from the beginning (:func:`nothing_checkpointed`). The problem's
+    family (:func:`evolve.problems.family_of`) builds the algorithm; an HTN domain's asks
+    ``htn_fallback`` (if given) for decompositions no method covers, and writes ``best.json`` at
+    each better plan as it finds it. A folder that
     already holds a run is refused unless resumed or ``overwrite=True``. The run checkpoints
     after its first generation and then at most every ``checkpoint_seconds`` (default
     :data:`evolve.defaults.CHECKPOINT_SECONDS`, read at call time; 0: every generation).
