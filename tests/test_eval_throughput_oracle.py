@@ -36,7 +36,7 @@ from evolve.model.files import plan_from_dict, problem_from_dict
 from evolve.model.graph import upstream
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem, Tool
-from evolve.model.validate import PlanError, produced_by, validate
+from evolve.model.validate import PlanError, may_collide, produced_by, validate, written_object
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -148,9 +148,26 @@ def old_redundant_deps(problem: Problem, plan: Plan) -> float:
             seen.add(dep)
             carries_approval = risk_of(problem, task) == "write" and (
                 risk_of(problem, tasks[dep]) == "approval" or old_approved(problem, tasks, deps, dep))
-            if dep not in reads and not carries_approval and (task.id, dep) not in required:
+            if dep not in reads and not carries_approval and (task.id, dep) not in required \
+                    and not old_orders_writes(problem, plan, task, dep):
                 count += 1
     return float(count)
+
+
+def old_orders_writes(problem: Problem, plan: Plan, task: Task, dep: str) -> bool:
+    """Whether the edge ``task -> dep`` orders ``task``'s write after one that may write the same
+    object, or the validator reports more ``write-order`` errors once the edge is gone."""
+    deps = plan.dependency_map()
+    mine = written_object(problem, task)
+    if mine is not None and any(
+            (other := written_object(problem, t)) is not None and may_collide(mine, other)
+            for t in plan.tasks if t.id != task.id and (t.id == dep or t.id in upstream(dep, deps))):
+        return True
+    cut = plan.with_tasks([replace(t, deps=tuple(d for d in t.deps if d != dep)) if t.id == task.id
+                           else t for t in plan.tasks])
+    def write_order(p: Plan) -> int:
+        return sum(1 for e in validate(problem, p) if e.rule == "write-order")
+    return write_order(cut) > write_order(plan)
 
 
 # --- more ways to break a plan than the kit's breakers ----------------------------------------

@@ -6,7 +6,6 @@ plan directly, not through the code under test, wherever one is simple enough.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import replace
 
 import pytest
@@ -15,7 +14,8 @@ from hypothesis import strategies as st
 
 from evolve.fitness.testing import plans, problems, valid_plans, without_task
 from evolve.model.coverage import contributing_tasks, data_sources
-from evolve.model.plan import Plan
+from evolve.model.files import problem_from_dict
+from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem
 from evolve.model.validate import produced_by, validate
 from fitness import (
@@ -147,13 +147,28 @@ def test_risk_counts_what_the_approval_policy_rejects(data: st.DataObject) -> No
 @FAST
 @given(st.data())
 def test_plans_whose_deps_all_carry_something_have_no_redundant_deps(data: st.DataObject) -> None:
-    # without `writes`: an edge the validator's write-order rule requires carries no fact, and
-    # redundant_deps still counts it (a known fault of the measure, see docs/fitness.md)
-    drawn = data.draw(problems())
-    problem = dataclasses.replace(
-        drawn, tools={name: dataclasses.replace(tool, writes=None) for name, tool in drawn.tools.items()})
+    problem = data.draw(problems())
     plan = data.draw(valid_plans(problem, extra_deps=False))
     assert value(redundant_deps, problem, plan) == 0
+
+
+def test_an_edge_the_write_order_rule_needs_is_not_redundant() -> None:
+    # w2 and w1 write row:1: w2 -> w1 orders them directly; in the second plan w2 -> x -> w1
+    # orders them through x, which uses nothing of w1 yet is the only link; x -> w0 is spare
+    problem = problem_from_dict({
+        "name": "writes", "initial": ["a"], "criteria": ["b"],
+        "tools": {"put": {"inputs": ["a"], "outputs": ["b"], "risk": "write", "writes": "row:1",
+                          "duration": 1},
+                  "look": {"inputs": ["a"], "outputs": ["c"], "duration": 1}}}, "<test>")
+    def task(tid: str, tool: str, *deps: str) -> Task:
+        return Task(id=tid, tool=tool, deps=deps, inputs={"a": "$a"},
+                    idempotency_key=f"{tid}-once" if tool == "put" else None)
+    direct = Plan(tasks=(task("w1", "put"), task("w2", "put", "w1")))
+    through = Plan(tasks=(task("w0", "look"), task("w1", "put"), task("x", "look", "w1", "w0"),
+                          task("w2", "put", "x")))
+    for plan, spare in ((direct, 0), (through, 1)):
+        assert validate(problem, plan) == []
+        assert value(redundant_deps, problem, plan) == spare
 
 
 @settings(max_examples=40, deadline=None)

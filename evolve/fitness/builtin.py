@@ -13,7 +13,7 @@ from evolve.fitness.compiled import covered_count, makespan_value, measures_of
 from evolve.model.coverage import contributing_tasks, data_sources
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem, Risk, Tool
-from evolve.model.validate import approved_tasks
+from evolve.model.validate import approved_tasks, write_order_edges
 
 # Each built-in reads the compiled figures when the context offers them (the engine's
 # evaluation always does) and falls back on the plain-Python definition, which is what
@@ -91,14 +91,16 @@ def risk(problem: Problem, plan: Plan, context: Context) -> float:
 
 @fitness(direction="min", low=0)
 def redundant_deps(problem: Problem, plan: Plan, context: Context) -> float:
-    """Dependencies that carry no data, no approval and no template constraint."""
+    """Dependencies that carry no data, no approval, no write order and no template constraint."""
     # Such an edge only forces a task to wait for work it does not use, which
     # lengthens the schedule for nothing. Edges to missing tasks and self-edges
-    # are the validator's business and are not counted here.
+    # are the validator's business and are not counted here. An edge that orders
+    # two writes of one object (rule ``write-order``) is used: it keeps the plan valid.
     tasks = plan.by_id()
     approved = approved_tasks(problem, tasks, plan.dependency_map())
     required = template_edges(problem)
     count = 0
+    bare: list[tuple[str, str]] = []  # edges that carry no data, approval or template constraint
     for task in plan.tasks:
         reads = set(data_sources(task))
         seen: set[str] = set()
@@ -113,8 +115,9 @@ def redundant_deps(problem: Problem, plan: Plan, context: Context) -> float:
                 tool_risk(problem, tasks[dep]) == "approval" or dep in approved
             )
             if dep not in reads and not carries_approval and (task.id, dep) not in required:
-                count += 1
-    return float(count)
+                bare.append((task.id, dep))
+    ordering = write_order_edges(problem, plan, bare) if bare else set()
+    return float(count + sum(1 for edge in bare if edge not in ordering))
 
 
 def task_tools(problem: Problem, plan: Plan) -> list[Tool]:

@@ -303,16 +303,60 @@ def may_collide(a: str, b: str) -> bool:
 def check_write_order(problem: Problem, plan: Plan, tasks: dict[str, Task]) -> Iterable[PlanError]:
     """Two tasks that may write the same object are ordered by an edge (rule ``write-order``):
     otherwise they may run at once, and which write stands is a race."""
-    writers = [(t, obj) for t in plan.tasks if (obj := written_object(problem, t)) is not None]
-    if len(writers) < 2:
-        return
     deps = {tid: [d for d in t.deps if d in tasks] for tid, t in tasks.items()}
+    for first, obj, second, other in unordered_writes(writers_of(problem, plan), deps):
+        yield PlanError("write-order", f"may write {other} as {first.id} does ({obj}), and no "
+                        "edge orders them", second.id)
+
+
+def writers_of(problem: Problem, plan: Plan) -> list[tuple[Task, str]]:
+    """Each task that writes a known object, with the object (:func:`written_object`), in plan
+    order."""
+    return [(t, obj) for t in plan.tasks if (obj := written_object(problem, t)) is not None]
+
+
+def unordered_writes(writers: Sequence[tuple[Task, str]], deps: Mapping[str, Sequence[str]]
+                     ) -> Iterable[tuple[Task, str, Task, str]]:
+    """``(first, object, second, object)`` for each two of ``writers`` (in their order) that
+    may write the same object (:func:`may_collide`) with neither upstream of the other in
+    ``deps``: what rule ``write-order`` reports."""
     for i, (first, obj) in enumerate(writers):
         for second, other in writers[i + 1:]:
             if may_collide(obj, other) and first.id not in upstream(second.id, deps) \
                     and second.id not in upstream(first.id, deps):
-                yield PlanError("write-order", f"may write {other} as {first.id} does ({obj}), and no "
-                                "edge orders them", second.id)
+                yield first, obj, second, other
+
+
+def write_order_edges(problem: Problem, plan: Plan,
+                      edges: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The ``(task, dep)`` edges among ``edges`` that carry rule ``write-order``: ``task`` may
+    write what ``dep`` or a task upstream of it may write (the edge orders the two writes), or
+    the edge is needed, for without it two writes that may collide would be unordered (it is
+    the only link, through tasks that write nothing, between them).
+
+    What :func:`~evolve.fitness.builtin.redundant_deps` must not count: such an edge makes a
+    task wait for work the plan's validity needs."""
+    tasks = plan.by_id()
+    writers = writers_of(problem, plan)
+    if not any(may_collide(obj, other) for i, (_, obj) in enumerate(writers)
+               for _, other in writers[i + 1:]):
+        return set()
+    deps = {tid: [d for d in t.deps if d in tasks] for tid, t in tasks.items()}
+    objects: dict[str, list[str]] = {}
+    for task, obj in writers:
+        objects.setdefault(task.id, []).append(obj)
+    unordered = sum(1 for _ in unordered_writes(writers, deps))
+    carrying: set[tuple[str, str]] = set()
+    for tid, dep in dict.fromkeys(edges):
+        if tid in objects and any(
+                may_collide(mine, theirs) for up in ({dep} | upstream(dep, deps)) - {tid}
+                for theirs in objects.get(up, ()) for mine in objects[tid]):
+            carrying.add((tid, dep))
+            continue
+        without = {**deps, tid: [d for d in deps.get(tid, ()) if d != dep]}
+        if sum(1 for _ in unordered_writes(writers, without)) > unordered:
+            carrying.add((tid, dep))
+    return carrying
 
 
 def approved_tasks(problem: Problem, tasks: Mapping[str, Task],
