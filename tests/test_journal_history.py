@@ -23,9 +23,10 @@ from evolve.execute.context import RunContext
 from evolve.execute.journal import SCHEMA_VERSION, Journal, JournalError
 from evolve.execute.people import commit_decision, decision
 from evolve.execute.record_codec import decode, encode
-from evolve.execute.records import Asked, Decided, Dispatched, Revised, Settled
+from evolve.execute.records import Asked, CallStatus, Decided, Dispatched, Revised, Settled
 from evolve.execute.state import RunState
 from evolve.model.files import load_plan
+from evolve.model.status import TaskStatus
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -187,3 +188,29 @@ def test_a_damaged_history_row_is_named(tmp_path: Path) -> None:
     with pytest.raises(JournalError) as caught:
         RunState.restore(run.journal)
     assert "history row 2" in str(caught.value) and "Exploded" in str(caught.value)
+
+
+def test_a_status_no_name_spells_is_damage_named(tmp_path: Path) -> None:
+    """Statuses come back from the journal as their names (``TaskStatus``, ``CallStatus``): a row
+    whose status text is none of them is a damaged journal, named, not a status passed on."""
+    problem = load_problem(EXAMPLES / "refund.yaml")
+    plan = load_plan(EXAMPLES / "refund_plan.yaml")
+    run = start_run(problem, plan, tmp_path / "run", plan_source="p", tools_spec=None, simulate=True)
+    run.run()
+    journal = run.journal
+    assert all(type(row.status) is TaskStatus for row in journal.tasks().values())
+    assert all(type(call.status) is CallStatus for call in journal.calls())
+    assert RunState.restore(journal).status == run.state.status
+    assert all(type(status) is TaskStatus for status in RunState.restore(journal).status.values())
+    seq = journal.scalar("SELECT MIN(seq) FROM history WHERE kind = 'Settled'")
+    journal.db.execute("UPDATE history SET body = replace(body, '\"status\":\"done\"', "
+                       "'\"status\":\"fine\"') WHERE seq = ?", (seq,))
+    with pytest.raises(JournalError) as caught:
+        RunState.restore(journal)
+    assert f"history row {seq}" in str(caught.value) and "'fine'" in str(caught.value)
+    journal.db.execute("UPDATE tasks SET status = 'fine' WHERE rowid = 1")
+    with pytest.raises(JournalError, match=r"tasks: .* has status 'fine', not one of pending, "):
+        journal.tasks()
+    journal.db.execute("UPDATE calls SET status = 'gone' WHERE rowid = 1")
+    with pytest.raises(JournalError, match=r"calls: .* has status 'gone', not one of dispatched, "):
+        journal.calls()

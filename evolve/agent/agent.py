@@ -30,7 +30,7 @@ from evolve.agent.planner import (
 )
 from evolve.execute.executor import ExecuteOptions
 from evolve.execute.limits import spent_text
-from evolve.execute.outcome import PlanDiff
+from evolve.execute.outcome import PlanDiff, Reason, RunStatus
 from evolve.execute.replan import Replanner, SearchReplanner
 from evolve.execute.session import JOURNAL, read_run, resume_run, start_run
 from evolve.execute.tools import ToolFn
@@ -39,6 +39,7 @@ from evolve.model.files import plan_from_dict
 from evolve.model.patch import diff_plans
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
+from evolve.model.status import TaskStatus
 from evolve.problems import load_problem
 from evolve.report import write_execution_report
 from evolve.run.folder import dump_json, make_folder, new_run_dir, runs_root
@@ -68,7 +69,7 @@ class AgentResult:
 
     @property
     def goal_met(self) -> bool:
-        return self.reason == "goal_met"
+        return self.reason == Reason.GOAL_MET
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -177,8 +178,9 @@ class PlanExecuteAgent:
             budget = self.problem.limits.max_llm_calls
             attempts = answers_allowed(self.planner, self.attempts, budget)
             if attempts == 0:
-                return self.no_first_plan((), "llm_budget", f"limits.max_llm_calls {budget}: the first plan "
-                                          "needs a model call and none may be made", {"plan": 0})
+                return self.no_first_plan((), Reason.LLM_BUDGET,
+                                          f"limits.max_llm_calls {budget}: the first plan needs a "
+                                          "model call and none may be made", {"plan": 0})
             before = calls_of(self.planner)
             drafted = draft(
                 self.planner,
@@ -202,9 +204,9 @@ class PlanExecuteAgent:
                     drafted.errors[0] if drafted.errors else "none")
                 if attempts < self.attempts and drafted.asked == attempts:  # the budget cut it short
                     assert budget is not None
-                    return self.no_first_plan(drafted.errors, "llm_budget",
+                    return self.no_first_plan(drafted.errors, Reason.LLM_BUDGET,
                                               f"{spent_text(budget, spent)}; {why}", spent)
-                return self.no_first_plan(drafted.errors, "no_plan", why, spent)
+                return self.no_first_plan(drafted.errors, Reason.NO_PLAN, why, spent)
             executor = start_run(
                 self.problem,
                 plan,
@@ -233,15 +235,15 @@ class PlanExecuteAgent:
             return None
         return template
 
-    def no_first_plan(self, errors: tuple[str, ...], reason: str, message: str,
+    def no_first_plan(self, errors: tuple[str, ...], reason: Reason, message: str,
                       model_calls: Mapping[str, int]) -> AgentResult:
         """No plan passed the checks (``no_plan``), or the model calls ``limits.max_llm_calls``
         allows ran out first (``llm_budget``): nothing ran; the folder says why."""
         make_folder(self.out)
-        outcome = {"status": "failed", "reason": reason, "message": message, "errors": list(errors),
+        outcome = {"status": RunStatus.FAILED, "reason": reason, "message": message, "errors": list(errors),
                    "model_calls": dict(model_calls)}
         (self.out / "outcome.json").write_text(dump_json(outcome))
-        return AgentResult("failed", reason, message, (), (), {}, self.out, outcome)
+        return AgentResult(RunStatus.FAILED, reason, message, (), (), {}, self.out, outcome)
 
     def result(self, outcome: Mapping[str, Any]) -> AgentResult:
         journal, _, _ = read_run(self.out)
@@ -256,7 +258,7 @@ class PlanExecuteAgent:
         outputs = {
             steps.get(tid, tid): dict(row.outputs)
             for tid, row in rows.items()
-            if row.status == "done" and row.outputs is not None
+            if row.status == TaskStatus.DONE and row.outputs is not None
         }
         made = {}
         for fact, tid in (outcome.get("criteria") or {}).items():

@@ -25,6 +25,7 @@ from evolve.execute.dispatch import Clock, DaskDispatcher, Dispatcher, WallClock
 from evolve.execute.executor import ExecuteOptions
 from evolve.execute.htn import planned, state_facts
 from evolve.execute.options import fit_warning
+from evolve.execute.outcome import RunStatus
 from evolve.execute.replan import ProposerReplanner, Replanner, SearchReplanner
 from evolve.execute.session import DispatcherFactory, NewLimits, read_run, resume_run, start_run
 from evolve.execute.simulate import parse_fail_rates
@@ -467,11 +468,11 @@ def execute(
         click.echo(f"writes whose outcome is unknown: {', '.join(outcome['unknown'])}: say what became "
                    f"of each with evolve resolve {folder} TASK --done --output FILE.json (or --not-done)",
                    err=True)
-    if outcome["status"] == "waiting":
+    if outcome["status"] == RunStatus.WAITING:
         if not as_json:
             click.echo(f"waiting for a person: see evolve pending {folder}", err=True)
         sys.exit(EXIT_WAITING)
-    sys.exit(EXIT_OK if outcome["status"] == "completed" else EXIT_NO)
+    sys.exit(EXIT_OK if outcome["status"] == RunStatus.COMPLETED else EXIT_NO)
 
 
 def problem_and_plan(

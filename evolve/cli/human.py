@@ -90,7 +90,7 @@ def verdict_command(name: str, verdict: Verdict, verb: str, note: Decorator, doc
 
 
 approve = verdict_command(
-    "approve", "approved", "approves",
+    "approve", Verdict.APPROVED, "approves",
     click.option("--note", default=None, help="Why, for the journal and the report."),
     "Approve the action TASK_ID of the run in RUN_DIR waits for.",
 )
@@ -104,7 +104,7 @@ def says_why(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 
 reject = verdict_command(
-    "reject", "rejected", "rejects",
+    "reject", Verdict.REJECTED, "rejects",
     click.option("--note", required=True, callback=says_why, help="Why (required)."),
     "Reject the action TASK_ID waits for: the approval fails under its on_failure, and that "
     "action (the same writes, the same inputs) never runs in this run.",
@@ -140,7 +140,7 @@ def read_output(text: str) -> Any:
 @friendly
 def answer(run_dir: str, task_id: str, output: str, by: str | None, note: str | None) -> None:
     """Give the outputs of TASK_ID, a task a person owns (checked against its tool's outputs)."""
-    decide(run_dir, task_id, "answered", by=by, note=note, outputs=read_output(output))
+    decide(run_dir, task_id, Verdict.ANSWERED, by=by, note=note, outputs=read_output(output))
 
 
 @click.command(name="resolve")

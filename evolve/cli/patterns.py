@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from evolve.cli.common import friendly, runs_root
+from evolve.execute.outcome import Reason
 from evolve.patterns.demo import run_demo
 from evolve.run.folder import new_run_dir
 
@@ -35,7 +36,7 @@ def demo(out_dir: str | None, as_json: bool) -> None:
         return
     for r in results:
         click.echo(f"{r.pattern:<22} {r.status:<9} {r.reason:<15} {json.dumps(r.value, default=str)}")
-        if r.reason != "goal_met":
+        if r.reason != Reason.GOAL_MET:
             click.echo(f"{'':<22} {r.message}")
     click.echo(f"written to {root}/ (one folder per pattern: journal.sqlite, events.jsonl, "
                "outcome.json, report.html)")

@@ -31,13 +31,14 @@ from typing import Any
 from evolve.execute.context import RunContext, bind
 from evolve.execute.events import Events
 from evolve.execute.people import action_hash, iso, write_hash
-from evolve.execute.records import Asked, AskKind, Decided, Settled
+from evolve.execute.records import Asked, AskKind, Decided, Settled, Verdict
 from evolve.execute.state import RunState
 from evolve.execute.transitions import NOTHING, Change, failed_for_good, replan_asked
 from evolve.model.evaluation import holds, inputs_resolver
 from evolve.model.expression import ExpressionError, parse_expression
 from evolve.model.graph import upstream
 from evolve.model.plan import Task, parse_ref
+from evolve.model.status import TaskStatus
 from evolve.model.validate import produced_by
 
 
@@ -64,10 +65,10 @@ def asked(
 def settled_by(task: Task, made: Decided, fields: tuple[str, ...], *, state: RunState, ev: Events) -> Change:
     """A waiting task settled from a person's decision: approved (each declared output is the
     approval's record) or answered (the outputs given) is ``done``; rejected fails for good."""
-    if made.verdict == "rejected":
+    if made.verdict == Verdict.REJECTED:
         why = f"rejected by {made.by}" + (f": {made.note}" if made.note else "")
         return failed_for_good(task, "rejected", why, state=state, ev=ev)
-    if made.verdict == "answered":
+    if made.verdict == Verdict.ANSWERED:
         outputs = dict(made.outputs or {})
     else:
         record = {
@@ -80,7 +81,7 @@ def settled_by(task: Task, made: Decided, fields: tuple[str, ...], *, state: Run
         outputs = {name: record for name in fields}
     now = ev.clock.now()
     event = ev.step("step.end", task, attempt=0, status=made.verdict, by=made.by, started=now, finished=now)
-    return Change((Settled(task.id, "done", outputs=outputs, finished=now),), (event,))
+    return Change((Settled(task.id, TaskStatus.DONE, outputs=outputs, finished=now),), (event,))
 
 
 def needs_person(ctx: RunContext, task: Task) -> bool:
@@ -118,7 +119,7 @@ def action_of(ctx: RunContext, task: Task) -> dict[str, Any]:
     for tid, other in sorted(ctx.index.tasks.items(), key=lambda kv: ctx.index.topo.get(kv[0], 0)):
         if (
             risk(ctx, other) == "write"
-            and ctx.state.status.get(tid) == "pending"
+            and ctx.state.status.get(tid) == TaskStatus.PENDING
             and task.id in upstream(tid, deps)
         ):
             inputs = action_inputs(ctx, other)
@@ -134,9 +135,9 @@ def next_ask_id(state: RunState) -> int:
 
 def ask(ctx: RunContext, task: Task) -> None:
     """Put ``task`` waiting for a person (an approval of a rejected action is refused instead)."""
-    kind: AskKind = "approval" if risk(ctx, task) == "approval" else "answer"
-    action = action_of(ctx, task) if kind == "approval" else None
-    refused = not_granted(ctx, task) if kind == "approval" else None
+    kind: AskKind = AskKind.APPROVAL if risk(ctx, task) == "approval" else AskKind.ANSWER
+    action = action_of(ctx, task) if kind == AskKind.APPROVAL else None
+    refused = not_granted(ctx, task) if kind == AskKind.APPROVAL else None
     refused = refused or rejected_in(ctx, task, action)
     if refused is not None:
         ctx.commit(refused)
@@ -161,7 +162,7 @@ def approved_before(state: RunState, action: dict[str, Any] | None) -> Decided |
         return None
     for ask_id, made in sorted(state.decided.items()):
         granted = state.asked[ask_id].action or {}
-        if made.verdict == "approved" and hashes <= {w["hash"] for w in granted.get("writes", ())}:
+        if made.verdict == Verdict.APPROVED and hashes <= {w["hash"] for w in granted.get("writes", ())}:
             return made
     return None
 
@@ -220,7 +221,7 @@ def gate(ctx: RunContext, task: Task) -> Change | None:
     deps = deps_map(ctx)
     above = over_threshold(ctx, task)
     if above is not None and not any(
-        risk(ctx, ctx.index.tasks[up]) == "approval" and ctx.state.status.get(up) == "done"
+        risk(ctx, ctx.index.tasks[up]) == "approval" and ctx.state.status.get(up) == TaskStatus.DONE
         for up in upstream(task.id, deps)
     ):
         why = f"refused: {above}, and no approval upstream (policy.approval_required)"
@@ -230,9 +231,9 @@ def gate(ctx: RunContext, task: Task) -> Change | None:
         if risk(ctx, approval) != "approval" or not needs_person(ctx, approval):
             continue
         status = ctx.state.status.get(tid)
-        if status == "skipped":
+        if status == TaskStatus.SKIPPED:
             continue
-        if status != "done":
+        if status != TaskStatus.DONE:
             return NOTHING  # asked again: the write waits with it
         granted = ctx.state.ask(tid)
         hashes = {w["hash"] for w in ((granted.action or {}).get("writes", ()) if granted else ())}
@@ -240,7 +241,7 @@ def gate(ctx: RunContext, task: Task) -> Change | None:
             action = action_of(ctx, approval)
             return asked(
                 approval,
-                "approval",
+                AskKind.APPROVAL,
                 ask_id=next_ask_id(ctx.state),
                 action=action,
                 since_wall=time.time(),
@@ -279,7 +280,7 @@ def take_decisions(ctx: RunContext) -> bool:
     for tid, ask_id in list(ctx.state.latest.items()):
         made = ctx.state.decided.get(ask_id)
         task = ctx.index.tasks.get(tid)
-        if made is None or task is None or ctx.state.status.get(tid) != "waiting":
+        if made is None or task is None or ctx.state.status.get(tid) != TaskStatus.WAITING:
             continue
         fields = tuple(produced_by(ctx.problem, task) or ())
         ctx.commit(settled_by(task, made, fields, state=ctx.state, ev=ctx.ev))
@@ -291,7 +292,7 @@ def take_decisions(ctx: RunContext) -> bool:
 
 def waiting(ctx: RunContext) -> list[str]:
     """The live plan's tasks waiting for a person."""
-    return [tid for tid in ctx.index.tasks if ctx.state.status.get(tid) == "waiting"]
+    return [tid for tid in ctx.index.tasks if ctx.state.status.get(tid) == TaskStatus.WAITING]
 
 
 def poll(ctx: RunContext) -> bool:

@@ -13,20 +13,21 @@ from evolve.execute.context import RunContext, bind
 from evolve.execute.dispatch import Job
 from evolve.execute.journal import dumps
 from evolve.execute.limits import deadline_passed, llm_budget_spent
-from evolve.execute.outcome import Stop
+from evolve.execute.outcome import Reason, Stop
 from evolve.execute.readiness_pass import readiness_pass
 from evolve.execute.records import Dispatched, ModelCalls, Record
 from evolve.execute.tools import Call, asks_model
 from evolve.execute.transitions import Change
 from evolve.model.keys import resolve_key
 from evolve.model.plan import Task
+from evolve.model.status import TaskStatus
 from evolve.scheduling.base import demand_vector
 
 
 def start_ready(ctx: RunContext) -> None:
     """Take up the retries whose time came, then start what the queue lets start."""
     for tid in ctx.queue.due(ctx.clock.now()):
-        if ctx.state.status.get(tid) == "pending":
+        if ctx.state.status.get(tid) == TaskStatus.PENDING:
             ctx.mark(tid)
     if ctx.queue.next_timer() is not None or ctx.agenda:
         readiness_pass(ctx)
@@ -38,13 +39,13 @@ def start_ready(ctx: RunContext) -> None:
     taken, over = ctx.queue.take(
         ctx.dispatcher.running(),
         ctx.options.steps - ctx.state.steps,
-        lambda tid: ctx.state.status.get(tid) == "pending",
+        lambda tid: ctx.state.status.get(tid) == TaskStatus.PENDING,
         lambda tid: demand_vector(ctx.problem, tasks[tid].tool, ctx.capacity),
     )
     if over is not None and not taken and not ctx.dispatcher.running():
         # only once no call the steps left paid for is still out: its result may make the goal,
         # or skip what is ready (a step is a call made, never one merely ready)
-        ctx.halt(Stop("step_budget", f"--max-steps {ctx.options.steps} spent with {over} ready to run"))
+        ctx.halt(Stop(Reason.STEP_BUDGET, f"--max-steps {ctx.options.steps} spent with {over} ready to run"))
     if taken:
         dispatch(ctx, [tasks[tid] for tid in taken])
 

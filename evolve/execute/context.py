@@ -31,6 +31,7 @@ from evolve.execute.transitions import Change
 from evolve.model.graph import successors, topological_order
 from evolve.model.plan import Task, parse_ref
 from evolve.model.problem import Problem
+from evolve.model.status import TaskStatus
 from evolve.scheduling.base import Capacity, PlanGraph, backward_tails
 
 POINTS = ("before_dispatch", "dispatched", "before_commit", "after_commit")
@@ -133,7 +134,7 @@ class RunContext:
         for record in change.records:
             if isinstance(record, Settled) and record.retry_at is not None:
                 self.queue.delay(record.task_id, record.retry_at)
-            elif isinstance(record, Settled) and record.status != "pending":
+            elif isinstance(record, Settled) and record.status != TaskStatus.PENDING:
                 self.mark_successors(record.task_id)
 
     def halt(self, stop: Stop | None) -> None:
@@ -150,7 +151,7 @@ class RunContext:
     def mark_pending(self) -> None:
         """Put every pending task of the live plan on the agenda."""
         for tid, status in self.state.status.items():
-            if status == "pending" and tid in self.index.tasks:
+            if status == TaskStatus.PENDING and tid in self.index.tasks:
                 self.mark(tid)
 
 

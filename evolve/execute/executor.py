@@ -39,7 +39,7 @@ from evolve.execute.htn import goal_unmet
 from evolve.execute.htn_tools import ARGFILL, read_ledger
 from evolve.execute.journal import Journal
 from evolve.execute.options import ExecuteOptions
-from evolve.execute.outcome import Reason, Stop, build_outcome, criteria_made, verdict
+from evolve.execute.outcome import Reason, RunStatus, Stop, build_outcome, criteria_made, run_status, verdict
 from evolve.execute.readiness_pass import readiness_pass
 from evolve.execute.records import ModelCalls
 from evolve.execute.recovery import recover, resumed
@@ -51,6 +51,7 @@ from evolve.execute.tools import ToolFn
 from evolve.execute.transitions import Change
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
+from evolve.model.status import TaskStatus
 
 __all__ = ["POINTS", "ExecuteOptions", "Executor", "Hook"]
 
@@ -110,7 +111,7 @@ class Executor:
         ``model_calls``, those made before the run (by purpose), counted against its
         ``limits.max_llm_calls``."""
         (kwargs["run_dir"] / "events.jsonl").write_text("")
-        state = RunState(plan=plan, revision=0, status={t.id: "pending" for t in plan.tasks})
+        state = RunState(plan=plan, revision=0, status={t.id: TaskStatus.PENDING for t in plan.tasks})
         executor = cls(problem, journal, state, **kwargs)
         spent = tuple(ModelCalls(purpose, calls) for purpose, calls in (model_calls or {}).items() if calls)
         # what the run is, with its first revision: one transaction, so a journal either holds a
@@ -177,7 +178,7 @@ class Executor:
                         take_decisions(ctx)
                     continue
                 if people:
-                    ctx.halt(Stop("waiting", f"waiting for a person: {', '.join(people)}"))
+                    ctx.halt(Stop(Reason.WAITING, f"waiting for a person: {', '.join(people)}"))
                 break
             state = ctx.state
             made = criteria_made(ctx.problem, state.plan, state.status, state.outputs)
@@ -190,7 +191,7 @@ class Executor:
     def outcome(self, reason: Reason, message: str, record: bool = True) -> dict[str, Any]:
         """``outcome.json``, written; the end of the session recorded (unless it was already)."""
         ctx = self.ctx
-        status = {"goal_met": "completed", "waiting": "waiting"}.get(reason, "failed")
+        status = run_status(reason)
         outcome = build_outcome(
             self.journal,
             ctx.problem,
@@ -205,7 +206,7 @@ class Executor:
             now_wall=time.time(),
             argfills=read_ledger(ctx.run_dir / ARGFILL),
         )
-        if record and status == "waiting":  # not over: --resume goes on from the decision
+        if record and status == RunStatus.WAITING:  # not over: --resume goes on from the decision
             event = ctx.ev.event("session.wait", pending=[p["task"] for p in outcome["pending"]])
             ctx.commit(Change((), (event,)), meta={"waited_in_sessions": ctx.waited_in_sessions})
             ctx.log.flush()

@@ -32,17 +32,18 @@ from typing import Literal
 
 from evolve.execute.journal import CallRow
 from evolve.execute.outcome import criteria_made
-from evolve.execute.records import TaskStatus
+from evolve.execute.records import MADE
 from evolve.execute.replan import pending_plan
 from evolve.execute.state import RunState
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
+from evolve.model.status import TaskStatus
 from evolve.scheduling.base import PlanGraph, backward_tails
 
 REASON = "horizon"
 """The reason of a revision the horizon asked for."""
 
-OPEN: frozenset[TaskStatus] = frozenset({"pending", "dispatched", "waiting"})
+OPEN: frozenset[TaskStatus] = frozenset({TaskStatus.PENDING, TaskStatus.DISPATCHED, TaskStatus.WAITING})
 """Statuses of a committed task that is not over yet."""
 
 Step = Literal["replan", "lift"]
@@ -76,7 +77,8 @@ def step(problem: Problem, state: RunState, can_replan: bool) -> Step | None:
     if committed is None or any(state.status.get(tid) in OPEN for tid in committed):
         return None
     inside = set(committed)
-    rest = [t.id for t in state.plan.tasks if state.status.get(t.id) == "pending" and t.id not in inside]
+    rest = [t.id for t in state.plan.tasks
+            if state.status.get(t.id) == TaskStatus.PENDING and t.id not in inside]
     made = criteria_made(problem, state.plan, state.status, state.outputs)
     unmade = any(tid is None for tid in made.values())
     if not rest and not unmade:
@@ -91,7 +93,7 @@ def observed_problem(problem: Problem, calls: Iterable[CallRow]) -> Problem:
     done calls returned a value for (not ``null``); a tool never called keeps its catalog entry."""
     seen: dict[str, set[str]] = {}
     for call in calls:
-        if call.status in ("done", "reconciled") and isinstance(call.outputs, Mapping):
+        if call.status in MADE and isinstance(call.outputs, Mapping):
             made = (str(key) for key, value in call.outputs.items() if value is not None)
             seen.setdefault(call.tool, set()).update(made)
     tools = {

@@ -26,6 +26,7 @@ from typing import Any
 from evolve.model.graph import topological_order
 from evolve.model.plan import Plan, parse_ref
 from evolve.model.problem import Problem
+from evolve.model.status import TaskStatus
 from evolve.problems.htn import Domain, HtnProblem, NoPlan, NoPlanError, Planner, to_plan
 from evolve.problems.htn.domain import Unknown, Value, truth
 from evolve.problems.htn.world import Done, goal_achieves, goal_verdict, replay_state
@@ -58,7 +59,7 @@ def ran_steps(domain: Domain, plan: Plan, status: Mapping[str, str],
     """``(task id, (operator, outputs))`` of every done task that runs an operator, deps first."""
     tasks = plan.by_id()
     return [(tid, (tasks[tid].tool, outputs.get(tid))) for tid in topological_order(plan.dependency_map())
-            if status.get(tid) == "done" and tasks[tid].tool in domain.operators]
+            if status.get(tid) == TaskStatus.DONE and tasks[tid].tool in domain.operators]
 
 
 def goal_unmet(problem: Problem, plan: Plan, status: Mapping[str, str],

@@ -22,7 +22,7 @@ from evolve.execute.people import (
     resolution,
     unresolved,
 )
-from evolve.execute.records import Decided, Verdict
+from evolve.execute.records import AskKind, Decided, Verdict
 from evolve.execute.session import open_run, read_run
 from evolve.execute.state import RunState
 
@@ -59,7 +59,7 @@ def describe(item: dict[str, Any]) -> list[str]:
                 "--done --output FILE.json, or --not-done"]
     step = f" [{item['step']}]" if item.get("step", item["task"]) != item["task"] else ""
     head = f"{item['task'] + step:<6} {item['tool']}  {item['kind']}  since {item['since']}"
-    if item["kind"] != "approval":
+    if item["kind"] != AskKind.APPROVAL:
         return [head]
     lines = [f"{head}  action {item['action_hash'][:12]}"]
     for write in item["action"]["writes"]:

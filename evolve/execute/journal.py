@@ -23,6 +23,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar, assert_never
 
@@ -30,8 +31,9 @@ from evolve import defaults
 from evolve.execute import records as rec
 from evolve.execute.journal_legacy import legacy_records
 from evolve.execute.record_codec import RecordCodecError, decode, encode
-from evolve.execute.records import CALL_STATUSES, TASK_STATUSES, CallRow, CallStatus, Revision, TaskRow
+from evolve.execute.records import CALL_STATUSES, CallRow, CallStatus, Revision, TaskRow
 from evolve.model.errors import EvolveError
+from evolve.model.status import TASK_STATUSES, TaskStatus
 
 SCHEMA_VERSION = 4
 """Kept in SQLite's ``user_version``. 2: the tasks' retry wake times and cascaded skips are
@@ -87,6 +89,7 @@ def loads(text: str | None) -> Any:
 
 R = TypeVar("R")
 P = ParamSpec("P")
+Named = TypeVar("Named", bound=StrEnum)
 
 
 def damage_named(table: str) -> Callable[[Callable[Concatenate[Journal, P], R]],
@@ -234,6 +237,7 @@ class Journal:
             values = dict(zip(TASK_COLUMNS, r))
             values["outputs"] = loads(values["outputs"])
             values["cascaded"] = bool(values["cascaded"])
+            values["status"] = self.status_named("tasks", values["task_id"], values["status"], TaskStatus)
             found[values["task_id"]] = TaskRow(**values)
         return found
 
@@ -247,9 +251,17 @@ class Journal:
             sql + (" WHERE status = ?" if status else "") + " ORDER BY call_id", (status,) if status else ()
         )
         return [
-            CallRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], loads(r[7]), loads(r[8]), r[9], r[10], r[11])
+            CallRow(r[0], r[1], r[2], r[3], r[4], r[5], self.status_named("calls", r[0], r[6], CallStatus),
+                    loads(r[7]), loads(r[8]), r[9], r[10], r[11])
             for r in rows
         ]
+
+    def status_named(self, table: str, row: str, status: object, names: type[Named]) -> Named:
+        """A row's ``status`` read back as its name in ``names``; any other text is damage."""
+        if status not in tuple(names):
+            raise JournalError(f"{self.path}: {table}: {row} has status {status!r}, not one of "
+                               f"{', '.join(names)}; the journal is damaged")
+        return names(str(status))
 
     def call_count(self) -> int:
         """Tool calls made: every dispatch record (a step each, whatever became of it)."""

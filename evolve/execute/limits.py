@@ -25,7 +25,7 @@ import time
 from collections.abc import Mapping
 
 from evolve.execute.context import RunContext
-from evolve.execute.outcome import Stop
+from evolve.execute.outcome import Reason, Stop
 from evolve.execute.people import waited
 from evolve.model.plan import Task
 
@@ -47,7 +47,8 @@ def deadline_passed(ctx: RunContext) -> Stop | None:
     if spent < deadline:
         return None
     counted = "included" if ctx.options.deadline_includes_waiting else "excluded"
-    return Stop("deadline", f"limits.deadline_s {deadline:g} reached after {spent:.3f} s (waiting {counted})")
+    return Stop(Reason.DEADLINE,
+                f"limits.deadline_s {deadline:g} reached after {spent:.3f} s (waiting {counted})")
 
 
 def model_calls_made(ctx: RunContext, pending: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -76,7 +77,7 @@ def over_llm_budget(
     total = sum(made.values())
     if budget is None or need == 0 or total + need <= budget:
         return None
-    return Stop("llm_budget", f"{spent_text(budget, made)}, and {what} needs {need} more")
+    return Stop(Reason.LLM_BUDGET, f"{spent_text(budget, made)}, and {what} needs {need} more")
 
 
 def spent_text(budget: int, made: Mapping[str, int]) -> str:

@@ -8,39 +8,74 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, get_args
+from enum import StrEnum
+from typing import Any, Final
 
 from evolve.execute.journal import CallRow, Journal, Revision
 from evolve.execute.people import decisions, pending, waited
-from evolve.execute.records import TaskRow
+from evolve.execute.records import MADE, CallStatus, TaskRow, Verdict
 from evolve.execute.state import RunState
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
+from evolve.model.status import TaskStatus
 from evolve.model.validate import produced_by
 
-Reason = Literal[
-    "goal_met",
-    "task_failed",
-    "goal_unreachable",
-    "step_budget",
-    "replan_budget",
-    "no_plan",
-    "loop_detected",
-    "waiting",
-    "deadline",
-    "llm_budget",
-]
-REASONS: Final[tuple[Reason, ...]] = get_args(Reason)
-"""Why a run ended. ``goal_met`` is the one success; ``task_failed``: a task failed for good under
-``fail_plan`` (or ``retry`` with its retries spent); ``goal_unreachable``: nothing is left to run
-and a criterion was not made (e.g. its producer was skipped); ``step_budget`` / ``replan_budget``:
-``--max-steps`` / ``--max-replans`` spent; ``no_plan``: the replanner found no valid, complete
-plan; ``loop_detected``: the replanner proposed a plan it had proposed before; ``waiting``:
-nothing can go on until a person decides (the run's ``status`` is ``waiting``, not over);
-``deadline`` / ``llm_budget``: the problem's ``limits.deadline_s`` / ``limits.max_llm_calls`` spent."""
 
-BUDGETS: Final[tuple[Reason, ...]] = ("step_budget", "replan_budget", "deadline", "llm_budget")
+class Reason(StrEnum):
+    """Why a run ended (``outcome.json``'s ``reason``)."""
+
+    GOAL_MET = "goal_met"
+    """The one success."""
+    TASK_FAILED = "task_failed"
+    """A task failed for good under ``fail_plan`` (or ``retry`` with its retries spent)."""
+    GOAL_UNREACHABLE = "goal_unreachable"
+    """Nothing is left to run and a criterion was not made (e.g. its producer was skipped)."""
+    STEP_BUDGET = "step_budget"
+    """``--max-steps`` spent."""
+    REPLAN_BUDGET = "replan_budget"
+    """``--max-replans`` spent."""
+    NO_PLAN = "no_plan"
+    """The replanner found no valid, complete plan."""
+    LOOP_DETECTED = "loop_detected"
+    """The replanner proposed a plan it had proposed before."""
+    WAITING = "waiting"
+    """Nothing can go on until a person decides (the run's ``status`` is ``waiting``, not over)."""
+    DEADLINE = "deadline"
+    """The problem's ``limits.deadline_s`` spent."""
+    LLM_BUDGET = "llm_budget"
+    """The problem's ``limits.max_llm_calls`` spent."""
+
+
+class RunStatus(StrEnum):
+    """Where a run stands (``outcome.json``'s ``status``, and what ``evolve serve`` and the
+    reports show of a run)."""
+
+    COMPLETED = "completed"
+    """Its goal was met (:attr:`Reason.GOAL_MET`)."""
+    WAITING = "waiting"
+    """Not over: it waits for a person (:attr:`Reason.WAITING`); ``--resume`` goes on."""
+    FAILED = "failed"
+    """Over for any other reason."""
+    RUNNING = "running"
+    """No outcome yet: a session is going on (or was cut off before it wrote one)."""
+
+
+REASONS: Final[tuple[Reason, ...]] = tuple(Reason)
+BUDGETS: Final[frozenset[Reason]] = frozenset(
+    {Reason.STEP_BUDGET, Reason.REPLAN_BUDGET, Reason.DEADLINE, Reason.LLM_BUDGET})
 """Stops that spend a budget: after the goal was met, the run is still a success."""
+REOPENED: Final[frozenset[Reason]] = frozenset({Reason.STEP_BUDGET, Reason.REPLAN_BUDGET, Reason.DEADLINE})
+"""The budgets that new limits may lift (``--resume`` with ``--max-steps``, ``--max-replans`` or a
+new deadline): such a run goes on when resumed (if they do not lift it, it stops again at once,
+for the same reason)."""
+
+
+def run_status(reason: Reason) -> RunStatus:
+    """The status of a run that ended for ``reason``: only the goal met completes it, and a run
+    that waits for a person is not over."""
+    if reason == Reason.GOAL_MET:
+        return RunStatus.COMPLETED
+    return RunStatus.WAITING if reason == Reason.WAITING else RunStatus.FAILED
 
 
 @dataclass(frozen=True)
@@ -57,7 +92,7 @@ def criteria_made(
     """Each criterion and the done task that made it (``None``: not made)."""
     made: dict[str, str | None] = {c: None for c in problem.criteria}
     for task in plan.tasks:
-        if status.get(task.id) != "done":
+        if status.get(task.id) != TaskStatus.DONE:
             continue
         out = outputs.get(task.id, {})
         for fact in produced_by(problem, task) or ():
@@ -80,10 +115,10 @@ def verdict(made: Mapping[str, str | None], stop: Stop | None,
         return stop.reason, stop.message
     if not missing:
         note = f" ({stop.message}, after the goal was met)" if stop else ""
-        return "goal_met", f"every criterion made: {', '.join(made) or '-'}{note}"
+        return Reason.GOAL_MET, f"every criterion made: {', '.join(made) or '-'}{note}"
     if stop is not None:
         return stop.reason, stop.message
-    return "goal_unreachable", f"nothing left to run and not made: {', '.join(missing)}"
+    return Reason.GOAL_UNREACHABLE, f"nothing left to run and not made: {', '.join(missing)}"
 
 
 @dataclass(frozen=True)
@@ -138,18 +173,18 @@ def writes_prevented(rows: Mapping[str, TaskRow], calls: Sequence[CallRow]) -> i
     in the run (the replan put the write back, so none was prevented). Refused writes are
     counted apart, from the events."""
     called = {c.task_id for c in calls}
-    written = {c.tool for c in calls if c.risk == "write" and c.status in ("done", "reconciled")}
-    invalidated = sum(1 for r in rows.values() if r.status == "invalidated" and r.risk == "write"
+    written = {c.tool for c in calls if c.risk == "write" and c.status in MADE}
+    invalidated = sum(1 for r in rows.values() if r.status == TaskStatus.INVALIDATED and r.risk == "write"
                       and r.task_id not in called and r.tool not in written)
-    return invalidated + sum(1 for c in calls if c.status == "reconciled")
+    return invalidated + sum(1 for c in calls if c.status == CallStatus.RECONCILED)
 
 
 def build_outcome(
     journal: Journal,
     problem: Problem,
     *,
-    status: str,
-    reason: str,
+    status: RunStatus,
+    reason: Reason,
     message: str,
     criteria: Mapping[str, str | None],
     plan: dict[str, Any],
@@ -186,8 +221,8 @@ def build_outcome(
         "fallbacks": fallbacks(meta, revisions),
         "calls_by_risk": by_risk,
         "calls": len(calls),
-        "reconciled": sum(1 for c in calls if c.status == "reconciled"),
-        "unknown": sorted(r.task_id for r in rows.values() if r.status == "unknown"),
+        "reconciled": sum(1 for c in calls if c.status == CallStatus.RECONCILED),
+        "unknown": sorted(r.task_id for r in rows.values() if r.status == TaskStatus.UNKNOWN),
         "criteria": dict(criteria),
         **({"hoisted_decisions": meta["decisions"]} if "decisions" in meta else {}),
         "arg_fills": [arg_fill(row) for row in argfills],
@@ -215,7 +250,7 @@ def build_outcome(
         "problem": problem.name,
         "pending": pending(people),
         "decisions": made,
-        "rejected_actions": [d for d in made if d["verdict"] == "rejected"],
+        "rejected_actions": [d for d in made if d["verdict"] == Verdict.REJECTED],
         "waiting_s": waited(people, now_wall),
         # what limits.max_llm_calls counted, by purpose (the run's own from the journal)
         "model_calls": {"tools": tool_llm, "replan": 0, "decide": 0, "argfill": 0, **journal.model_calls()},

@@ -21,12 +21,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evolve.execute.journal import Journal, dumps
-from evolve.execute.records import Asked, Decided, Record, ReplanAsked, Settled, Verdict
+from evolve.execute.records import Asked, AskKind, CallStatus, Decided, Record, ReplanAsked, Settled, Verdict
 from evolve.execute.state import RunState
 from evolve.execute.steps import step_of, tasks_of_step
 from evolve.model.errors import EvolveError
 from evolve.model.graph import upstream
 from evolve.model.problem import Problem
+from evolve.model.status import TaskStatus
 from evolve.model.validate import produced_by
 
 HASH_PREFIX = 8
@@ -60,7 +61,7 @@ def pending(state: RunState) -> list[dict[str, Any]]:
     tasks = state.plan.by_id()
     for tid, ask_id in state.latest.items():
         ask = state.asked[ask_id]
-        if state.status.get(tid) != "waiting" or ask_id in state.decided:
+        if state.status.get(tid) != TaskStatus.WAITING or ask_id in state.decided:
             continue
         items.append(
             {
@@ -115,10 +116,10 @@ def task_named(state: RunState, run: str, name: str) -> str:
     id (the one ``evolve pending`` shows in brackets) of one task of the current plan. A step id
     can also be the executor id of the step's first version that a replan invalidated (the
     agent's first plan keeps the planner's ids): the waiting version wins."""
-    if state.status.get(name) == "waiting":
+    if state.status.get(name) == TaskStatus.WAITING:
         return name
     tagged = tasks_of_step(state.plan, name)
-    waiting = [tid for tid in tagged if state.status.get(tid) == "waiting"]
+    waiting = [tid for tid in tagged if state.status.get(tid) == TaskStatus.WAITING]
     if len(waiting) == 1:
         return waiting[0]
     if name in state.status:
@@ -135,12 +136,12 @@ def open_ask(state: RunState, run: str, task_id: str) -> Asked:
     if task_id not in state.status:
         raise DecisionError(f"{run}: no task {task_id!r} in this run")
     ask = state.ask(task_id)
-    if state.status.get(task_id) == "unknown":
+    if state.status.get(task_id) == TaskStatus.UNKNOWN:
         raise DecisionError(
             f"{run}: {task_id} is a write whose outcome is unknown, not a question: say what became of "
             f"it with evolve resolve {run} {task_id} --done --output FILE.json (or --not-done)"
         )
-    if ask is None or state.status.get(task_id) != "waiting":
+    if ask is None or state.status.get(task_id) != TaskStatus.WAITING:
         raise DecisionError(
             f"{run}: {task_id} is not waiting for a person (its status is {state.status[task_id]})"
         )
@@ -169,9 +170,9 @@ def decision(
     ``task_id`` may be a planner's step id (:func:`task_named`); the record names the task."""
     task_id = task_named(state, run, task_id)
     ask = open_ask(state, run, task_id)
-    if verdict == "answered" and ask.kind != "answer":
+    if verdict == Verdict.ANSWERED and ask.kind != AskKind.ANSWER:
         raise DecisionError(f"{run}: {task_id} waits for an approval: use evolve approve or reject")
-    if verdict != "answered" and ask.kind != "approval":
+    if verdict != Verdict.ANSWERED and ask.kind != AskKind.APPROVAL:
         raise DecisionError(f"{run}: {task_id} waits for its outputs: use evolve answer")
     if action is not None:
         pending_hash = ask.action_hash or ""
@@ -180,7 +181,7 @@ def decision(
                 f"{run}: {task_id}: --action {action} is not the action pending ({pending_hash[:12]}); "
                 "the plan changed what it approves (see evolve pending)"
             )
-    if verdict == "answered":
+    if verdict == Verdict.ANSWERED:
         outputs = checked_answer(problem, ask, run, outputs)
     return Decided(ask.ask_id, task_id, verdict, by, at, note, ask.action_hash, outputs)
 
@@ -237,11 +238,11 @@ def unresolved(state: RunState, journal: Journal) -> list[dict[str, Any]]:
     """The live plan's writes whose outcome is unknown (a call cut off, a tool with no
     ``reconcile``): each awaits ``evolve resolve``, with the call a person checks (its key and
     inputs)."""
-    calls = {c.task_id: c for c in journal.calls("unknown")}
+    calls = {c.task_id: c for c in journal.calls(CallStatus.UNKNOWN)}
     items = []
     for task in state.plan.tasks:
         call = calls.get(task.id)
-        if state.status.get(task.id) != "unknown" or call is None:
+        if state.status.get(task.id) != TaskStatus.UNKNOWN or call is None:
             continue
         items.append({
             "task": task.id, "tool": task.tool, "kind": "resolve", "action": None, "action_hash": None,
@@ -271,23 +272,24 @@ def resolution(
     skipped for its failure is pending again; a replan its failure asked for is withdrawn."""
     if task_id not in state.status:
         raise DecisionError(f"{run}: no task {task_id!r} in this run")
-    call = next((c for c in reversed(journal.calls("unknown")) if c.task_id == task_id), None)
+    call = next((c for c in reversed(journal.calls(CallStatus.UNKNOWN)) if c.task_id == task_id), None)
     task = state.plan.by_id().get(task_id)
-    if state.status[task_id] != "unknown" or call is None or task is None:
+    if state.status[task_id] != TaskStatus.UNKNOWN or call is None or task is None:
         status = state.status[task_id]
         raise DecisionError(f"{run}: {task_id} is not a write whose outcome is unknown (status {status})")
     if done:
         given = checked_outputs(produced_by(problem, task) or (), task_id, task.tool, run, outputs)
-        settle = Settled(task_id, "done", call.call_id, "reconciled", outputs=given, finished=call.finished)
+        settle = Settled(task_id, TaskStatus.DONE, call.call_id, CallStatus.RECONCILED, outputs=given,
+                         finished=call.finished)
     elif outputs is not None:
         raise DecisionError(f"{run}: {task_id}: --output goes with --done (a write not made made nothing)")
     else:
         given = None
-        settle = Settled(task_id, "pending")
+        settle = Settled(task_id, TaskStatus.PENDING)
     records: list[Record] = [settle]
     deps = {t.id: t.deps for t in state.plan.tasks}
-    records += [Settled(tid, "pending") for tid in state.cascaded
-                if state.status.get(tid) == "skipped" and task_id in upstream(tid, deps)]
+    records += [Settled(tid, TaskStatus.PENDING) for tid in state.cascaded
+                if state.status.get(tid) == TaskStatus.SKIPPED and task_id in upstream(tid, deps)]
     if state.replan is not None and state.replan.startswith(f"{task_id} ("):
         records.append(ReplanAsked((), None))
     event = {

@@ -33,14 +33,18 @@ import itertools
 from collections.abc import Iterable
 from typing import Final, Literal
 
+from evolve.model.plan import FAILURE_POLICIES, FailurePolicy
+from evolve.model.status import ENDED_WITHOUT_OUTPUTS, SATISFIED
+
 Upstream = Literal["done", "waiting", "failed", "branch"]
 When = Literal["absent", "true", "false", "unknown", "error"]
-Policy = Literal["none", "retry", "fail_plan", "skip_dependents", "replan"]
+Policy = FailurePolicy | Literal["none"]
+"""A failed dep's ``on_failure``, or ``none``: no dep failed."""
 Decision = Literal["ready", "skip", "fail", "wait"]
 
 UPSTREAM: Final[tuple[Upstream, ...]] = ("done", "waiting", "failed", "branch")
 WHEN: Final[tuple[When, ...]] = ("absent", "true", "false", "unknown", "error")
-POLICIES: Final[tuple[Policy, ...]] = ("none", "retry", "fail_plan", "skip_dependents", "replan")
+POLICIES: Final[tuple[Policy, ...]] = ("none", *FAILURE_POLICIES)
 DECISIONS: Final[tuple[Decision, ...]] = ("ready", "skip", "fail", "wait")
 
 RULES: Final[tuple[tuple[str, str, str, Decision], ...]] = (
@@ -113,9 +117,9 @@ def aggregate(dep_states: Iterable[tuple[str, Policy] | tuple[str, Policy, bool]
     branch: Policy | None = None
     waiting = False
     for status, on_failure, *tested in dep_states:
-        if status in ("done", "skipped"):
+        if status in SATISFIED:
             continue
-        if status in ("failed", "unknown"):
+        if status in ENDED_WITHOUT_OUTPUTS:
             if tested and tested[0]:
                 branch = on_failure if branch is None or SEVERITY[on_failure] > SEVERITY[branch] else branch
             else:

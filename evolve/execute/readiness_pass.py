@@ -12,13 +12,13 @@ from typing import Any
 
 from evolve.execute.approvals import ask, needs_person
 from evolve.execute.context import RunContext
-from evolve.execute.outcome import Stop
+from evolve.execute.outcome import Reason, Stop
 from evolve.execute.readiness import Policy, When, aggregate, decide
-from evolve.execute.records import SATISFIED
 from evolve.execute.transitions import failed_for_good, replan_asked, skipped, task_policy
 from evolve.model.evaluation import UnknownReference, holds, resolver
 from evolve.model.expression import ExpressionError, parse_expression
 from evolve.model.plan import Task, tested_in_text
+from evolve.model.status import SATISFIED, TaskStatus
 
 SKIP_WHY: dict[When, str] = {
     "false": "when is false",
@@ -38,7 +38,7 @@ def readiness_pass(ctx: RunContext) -> None:
         _, tid = heapq.heappop(ctx.agenda)
         if (
             tid in seen
-            or status.get(tid) != "pending"
+            or status.get(tid) != TaskStatus.PENDING
             or ctx.queue.is_queued(tid)
             or ctx.queue.is_waiting(tid)
             or (committed is not None and tid not in committed)
@@ -66,7 +66,7 @@ def readiness_pass(ctx: RunContext) -> None:
             ctx.commit(skipped(task, SKIP_WHY.get(when, CASCADE_WHY), cascade=cascade, ev=ctx.ev))
         elif decision == "fail":
             if when != "error":
-                ctx.halt(Stop("task_failed", f"{tid} cannot run: an upstream task failed"))
+                ctx.halt(Stop(Reason.TASK_FAILED, f"{tid} cannot run: an upstream task failed"))
             else:
                 ctx.commit(failed_for_good(task, "expression", when_error, state=ctx.state, ev=ctx.ev))
 
@@ -76,7 +76,7 @@ def resolve(ctx: RunContext) -> Callable[[Any, tuple[str, ...]], Any]:
 
 
 def status_of(ctx: RunContext) -> Callable[[str], str]:
-    return lambda tid: ctx.state.status.get(tid, "pending")
+    return lambda tid: ctx.state.status.get(tid, TaskStatus.PENDING)
 
 
 def tested_by(task: Task) -> frozenset[str]:
@@ -142,4 +142,4 @@ def dep_state(ctx: RunContext, tid: str) -> tuple[str, Policy]:
     an upstream task failed passes the skip on, as if it had failed under skip_dependents."""
     if tid in ctx.state.cascaded:
         return "failed", "skip_dependents"
-    return ctx.state.status.get(tid, "pending"), task_policy(ctx.index.tasks[tid])
+    return ctx.state.status.get(tid, TaskStatus.PENDING), task_policy(ctx.index.tasks[tid])

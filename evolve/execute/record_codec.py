@@ -19,6 +19,7 @@ import json
 import types
 import typing
 from collections.abc import Callable, Mapping
+from enum import StrEnum
 from typing import Any, get_args, get_origin
 
 from evolve.execute import records as rec
@@ -61,6 +62,8 @@ def converter(hint: Any) -> Convert:
         return lambda value, source: None if value is None else inner(value, source)
     if hint is Plan:
         return lambda value, source: plan_from_dict(value, source, "plan")
+    if isinstance(hint, type) and issubclass(hint, StrEnum):
+        return enum_member(hint)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         fields = {name: converter(h) for name, h in field_types(hint)}
         cls = hint
@@ -72,6 +75,16 @@ def converter(hint: Any) -> Convert:
             return lambda value, source: tuple(value)
         return lambda value, source: tuple(item(v, source) for v in value)
     return identity
+
+
+def enum_member(names: type[StrEnum]) -> Convert:
+    """The member of ``names`` a history value spells (a status is written as its text)."""
+    def member(value: Any, source: str) -> Any:
+        try:
+            return names(value)
+        except ValueError:
+            raise RecordCodecError(f"{source}: {value!r} is not one of {', '.join(names)}") from None
+    return member
 
 
 FIELDS: dict[str, dict[str, Convert]] = {

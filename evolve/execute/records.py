@@ -16,20 +16,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, get_args
+from enum import StrEnum
+from typing import Any, Final, Literal
 
 from evolve.model.plan import FailurePolicy, Plan
+from evolve.model.status import TaskStatus
 
-TaskStatus = Literal[
-    "pending", "dispatched", "done", "failed", "skipped", "unknown", "invalidated", "waiting"
-]
-"""A task's state in the journal. ``unknown``: a write whose fate no one can tell (its call was
-cut off and its tool has no ``reconcile``); ``invalidated``: a revision took it out of the plan;
-``waiting``: a task a person owns (``by: human``) waits for their decision or answer."""
-CallStatus = Literal["dispatched", "done", "failed", "timeout", "reconciled", "lost", "unknown"]
-"""A call's fate: ``lost`` is a read found dispatched after a crash (it is run again);
-``reconciled`` a write found so and settled by its tool's ``reconcile``; ``unknown`` a write
-found so whose tool cannot tell."""
+
+class CallStatus(StrEnum):
+    """A call's fate."""
+
+    DISPATCHED = "dispatched"
+    DONE = "done"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    RECONCILED = "reconciled"
+    """A write found dispatched after a crash and settled by its tool's ``reconcile``."""
+    LOST = "lost"
+    """A read found dispatched after a crash (it is run again)."""
+    UNKNOWN = "unknown"
+    """A write found dispatched after a crash whose tool cannot tell."""
+
 
 ErrorKind = Literal[
     "failure", "timeout", "exception", "unknown", "expression", "assumption", "lost", "rejected", "refused"
@@ -38,17 +45,32 @@ ErrorKind = Literal[
 no one can tell was made), a broken ``when``/``assumes`` (``expression``), a false assumption,
 a call a crash cut off (``lost``), an approval a person rejected (``rejected``), or a write or
 approval refused at dispatch because its action was rejected before (``refused``)."""
-AskKind = Literal["approval", "answer"]
-"""What a person is asked: to approve or reject an action, or to give a task's outputs."""
-Verdict = Literal["approved", "rejected", "answered"]
+
+
+class AskKind(StrEnum):
+    """What a person is asked: to approve or reject an action, or to give a task's outputs."""
+
+    APPROVAL = "approval"
+    ANSWER = "answer"
+
+
+class Verdict(StrEnum):
+    """A person's decision on what they were asked (``evolve approve``, ``reject``, ``answer``)."""
+
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    ANSWERED = "answered"
+
+
+VERDICTS: Final[tuple[Verdict, ...]] = tuple(Verdict)
+
 Next = FailurePolicy
 """What follows a failed step (a ``step.error``'s ``next``)."""
 
-TASK_STATUSES: Final[tuple[TaskStatus, ...]] = get_args(TaskStatus)
-CALL_STATUSES: Final[tuple[CallStatus, ...]] = get_args(CallStatus)
-SATISFIED: Final[frozenset[TaskStatus]] = frozenset({"done", "skipped"})
-"""Statuses a dependent may go on from (a skipped task's outputs read as never made)."""
-ENDED_WITHOUT_OUTPUTS: Final[frozenset[TaskStatus]] = frozenset({"failed", "unknown"})
+CALL_STATUSES: Final[tuple[CallStatus, ...]] = tuple(CallStatus)
+MADE: Final[frozenset[CallStatus]] = frozenset({CallStatus.DONE, CallStatus.RECONCILED})
+"""Call statuses whose outputs were made (returned, or settled by ``reconcile``)."""
+
 
 
 @dataclass(frozen=True)

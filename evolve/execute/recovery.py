@@ -8,10 +8,11 @@ cascaded skips are journal columns (:meth:`evolve.execute.state.RunState.restore
 from __future__ import annotations
 
 from evolve.execute.context import RunContext
-from evolve.execute.outcome import Stop
-from evolve.execute.records import ENDED_WITHOUT_OUTPUTS
+from evolve.execute.outcome import Reason, Stop
+from evolve.execute.records import CallStatus
 from evolve.execute.result_commit import reconcile
 from evolve.execute.transitions import Change, failed_for_good, lost, task_policy
+from evolve.model.status import ENDED_WITHOUT_OUTPUTS, TaskStatus
 
 CUT_OFF_WRITE = (
     "dispatched before the process stopped; its tool has no reconcile to tell whether the write was made"
@@ -22,11 +23,11 @@ def resumed(ctx: RunContext) -> None:
     """What a resumed session rebuilds beside the state: the retry timers of waiting tasks, and
     the stop a task failed for good under ``fail_plan`` (or ``retry``) already decided."""
     for tid, at in ctx.state.retry_at.items():
-        if ctx.state.status.get(tid) == "pending":
+        if ctx.state.status.get(tid) == TaskStatus.PENDING:
             ctx.queue.delay(tid, at)
     rows = ctx.journal.tasks()
     stops = [
-        Stop("task_failed", f"{task.id} ({task.tool}) failed: {row.error}")
+        Stop(Reason.TASK_FAILED, f"{task.id} ({task.tool}) failed: {row.error}")
         for task in ctx.state.plan.tasks
         if (row := rows.get(task.id)) is not None
         and row.status in ENDED_WITHOUT_OUTPUTS
@@ -38,7 +39,7 @@ def resumed(ctx: RunContext) -> None:
 def recover(ctx: RunContext) -> None:
     """Settle the calls a killed session left dispatched but not committed: a read runs again,
     a write is reconciled through its tool (no ``reconcile``: ``unknown``)."""
-    for call in ctx.journal.calls("dispatched"):
+    for call in ctx.journal.calls(CallStatus.DISPATCHED):
         task = ctx.index.tasks.get(call.task_id)
         if task is None:
             continue
@@ -56,7 +57,7 @@ def recover(ctx: RunContext) -> None:
                     state=ctx.state,
                     ev=ctx.ev,
                     call_id=call.call_id,
-                    call_status="unknown",
+                    call_status=CallStatus.UNKNOWN,
                     started=started,
                     finished=ctx.clock.now(),
                 )

@@ -31,6 +31,7 @@ from evolve.model.keys import is_template
 from evolve.model.patch import renamed
 from evolve.model.plan import Plan, Task, parse_ref
 from evolve.model.problem import Limits, Problem
+from evolve.model.status import ENDED, TaskStatus
 from evolve.model.validate import produced_by
 from evolve.problems import default_operators
 from evolve.run.folder import run_search
@@ -38,9 +39,6 @@ from evolve.search.algorithm import Candidate
 from evolve.search.loop import ProposalContext, Proposer
 from evolve.search.options import SearchOptions
 from evolve.search.ranking import Ranking
-
-FINAL = ("done", "skipped", "failed", "unknown")
-"""Statuses a task keeps whatever the patch: they happened."""
 
 
 @dataclass(frozen=True)
@@ -87,12 +85,12 @@ def situation(
 ) -> Situation:
     producers: dict[str, str] = {}
     for task in live.tasks:
-        if status.get(task.id) == "done":
+        if status.get(task.id) == TaskStatus.DONE:
             for fact in made_facts(problem, task, outputs.get(task.id)):
                 producers.setdefault(fact, task.id)
     known = [f for f in producers if f not in problem.initial_set()]
     excluded_set = set(excluded)
-    kept = sum(1 for t in live.tasks if status.get(t.id) in FINAL)
+    kept = sum(1 for t in live.tasks if status.get(t.id) in ENDED)
     max_tasks = problem.limits.max_tasks
     limits = Limits(
         max_parallel=problem.limits.max_parallel,
@@ -112,17 +110,17 @@ def situation(
     )
     current = []
     for task in live.tasks:
-        if status.get(task.id) != "pending":
+        if status.get(task.id) != TaskStatus.PENDING:
             continue
         inputs = {}
         for key, value in task.inputs.items():
             ref = parse_ref(value)
             inputs[key] = (
                 f"${ref.fact}"
-                if ref is not None and ref.task is not None and status.get(ref.task) == "done"
+                if ref is not None and ref.task is not None and status.get(ref.task) == TaskStatus.DONE
                 else value
             )
-        deps = tuple(d for d in task.deps if status.get(d) == "pending")
+        deps = tuple(d for d in task.deps if status.get(d) == TaskStatus.PENDING)
         current.append(
             Task(
                 id=task.id,
@@ -134,7 +132,7 @@ def situation(
                 name=task.name,
             )
         )
-    done = tuple(t for t in live.tasks if status.get(t.id) == "done")
+    done = tuple(t for t in live.tasks if status.get(t.id) == TaskStatus.DONE)
     return Situation(
         problem=now,
         producers=producers,
@@ -433,7 +431,7 @@ def translate(
     """
     taken = set(taken) | set(live.by_id())
     ids = iter(fresh_ids(taken))
-    pending = [t for t in live.tasks if status.get(t.id) == "pending"]
+    pending = [t for t in live.tasks if status.get(t.id) == TaskStatus.PENDING]
     used_keys = {t.idempotency_key for t in live.tasks if t.idempotency_key}
     by_id = proposal.by_id()
     mapping: dict[str, str] = {}
@@ -488,7 +486,7 @@ def translate(
         if task.id in reused:
             # a dep on a task that failed for good would hold it forever: the proposal says
             # what the kept task waits for now
-            old = (d for d in task.deps if d not in gone and status.get(d) != "failed")
+            old = (d for d in task.deps if d not in gone and status.get(d) != TaskStatus.FAILED)
             kept = tuple(dict.fromkeys([*reused[task.id], *old]))
             if set(kept) != set(task.deps):
                 task = replace(task, deps=kept)
@@ -534,7 +532,7 @@ def carry_approvals(
         trial_deps = {t.id: t.deps for t in trial}
         by_id = {t.id: t for t in trial}
         if all(
-            any(status.get(up) == "done" and risk(by_id[up]) == "approval"
+            any(status.get(up) == TaskStatus.DONE and risk(by_id[up]) == "approval"
                 for up in upstream(w.id, trial_deps) if up in by_id)
             for w in below
         ):
@@ -570,14 +568,14 @@ def signature(plan: Plan, status: Mapping[str, str]) -> str:
         ref = parse_ref(value)
         if ref is None or ref.task is None or ref.task not in tasks:
             return value
-        if status.get(ref.task, "pending") in FINAL:
+        if status.get(ref.task, TaskStatus.PENDING) in ENDED:
             return f"${ref.task}.{ref.fact}"
         return f"${tasks[ref.task].tool}.{ref.fact}"
 
     rows = sorted(
         json.dumps([t.tool, sorted((k, describe(v)) for k, v in t.inputs.items())], default=str)
         for t in plan.tasks
-        if status.get(t.id, "pending") == "pending"
+        if status.get(t.id, TaskStatus.PENDING) == TaskStatus.PENDING
     )
     return hashlib.blake2b("\n".join(rows).encode(), digest_size=12).hexdigest()
 
@@ -585,7 +583,7 @@ def signature(plan: Plan, status: Mapping[str, str]) -> str:
 def pending_plan(plan: Plan, status: Mapping[str, str]) -> Plan:
     """The tasks still to run, deps among themselves (what the planned schedule and the
     longest-remaining-path order are computed on)."""
-    live = {t.id for t in plan.tasks if status.get(t.id, "pending") == "pending"}
+    live = {t.id for t in plan.tasks if status.get(t.id, TaskStatus.PENDING) == TaskStatus.PENDING}
     return Plan(
         tasks=tuple(
             replace(t, deps=tuple(d for d in t.deps if d in live)) for t in plan.tasks if t.id in live

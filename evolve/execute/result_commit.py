@@ -15,7 +15,7 @@ from typing import Any, Literal
 from evolve.execute.context import RunContext
 from evolve.execute.dispatch import Result
 from evolve.execute.journal import dumps
-from evolve.execute.records import ErrorKind, ModelCalls
+from evolve.execute.records import CallStatus, ErrorKind, ModelCalls
 from evolve.execute.tools import asks_model, reconciler
 from evolve.execute.transitions import NOTHING, Change, call_failed, failed_for_good, succeeded
 from evolve.model.plan import Task
@@ -45,7 +45,7 @@ def commit_results(ctx: RunContext, results: list[Result]) -> None:
                 done += succeeded(
                     task,
                     call_id=result.job.call_id,
-                    call_status="done",
+                    call_status=CallStatus.DONE,
                     outputs=outputs,
                     started=result.job.started,
                     finished=result.finished,
@@ -95,7 +95,7 @@ def failure(ctx: RunContext, task: Task, result: Result, kind: ErrorKind, error:
                 state=ctx.state,
                 ev=ctx.ev,
                 call_id=job.call_id,
-                call_status="unknown",
+                call_status=CallStatus.UNKNOWN,
                 started=job.started,
                 finished=result.finished,
             )
@@ -147,7 +147,7 @@ def reconcile(ctx: RunContext, task: Task, call_id: int, started: float, key: st
     return succeeded(
         task,
         call_id=call_id,
-        call_status="reconciled",
+        call_status=CallStatus.RECONCILED,
         outputs=outputs,
         started=started,
         finished=ctx.clock.now(),

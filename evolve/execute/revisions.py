@@ -11,8 +11,8 @@ from typing import Any
 from evolve.execute import horizon
 from evolve.execute.context import RunContext
 from evolve.execute.limits import llm_budget_left, model_calls_made, over_llm_budget, spent_text
-from evolve.execute.outcome import PlanDiff, Stop
-from evolve.execute.records import ModelCalls, Record, ReplanTried, Revised, TaskRow, TaskStatus, Window
+from evolve.execute.outcome import PlanDiff, Reason, Stop
+from evolve.execute.records import ModelCalls, Record, ReplanTried, Revised, TaskRow, Window
 from evolve.execute.replan import (
     Metered,
     Refusing,
@@ -27,6 +27,7 @@ from evolve.execute.transitions import Change, horizon_lifted, horizon_reached
 from evolve.model.evaluation import resolver
 from evolve.model.patch import stale
 from evolve.model.plan import Plan
+from evolve.model.status import TaskStatus
 from evolve.model.validate import validate
 from evolve.scheduling import schedule
 
@@ -40,13 +41,13 @@ def replan(ctx: RunContext) -> None:
     state, options = ctx.state, ctx.options
     reason = state.replan or "replan"
     if state.replans >= options.max_replans:
-        ctx.halt(Stop("replan_budget", f"--max-replans {options.max_replans} spent; {reason}"))
+        ctx.halt(Stop(Reason.REPLAN_BUDGET, f"--max-replans {options.max_replans} spent; {reason}"))
         return
     if state.steps >= options.steps:
-        ctx.halt(Stop("step_budget", f"--max-steps {options.steps} spent before a replan; {reason}"))
+        ctx.halt(Stop(Reason.STEP_BUDGET, f"--max-steps {options.steps} spent before a replan; {reason}"))
         return
     if ctx.replanner is None:
-        ctx.halt(Stop("no_plan", f"no replanner; {reason}"))
+        ctx.halt(Stop(Reason.NO_PLAN, f"no replanner; {reason}"))
         return
     revision = state.revision + 1
     # under a rolling horizon the problem as it now stands also says what the tools were seen to make
@@ -84,16 +85,17 @@ def replan(ctx: RunContext) -> None:
             if metered is not None and metered.spent and budget is not None and llm_budget_left(ctx) == 0:
                 # it spent what was left: more calls might have found one
                 made = spent_text(budget, model_calls_made(ctx))
-                ctx.halt(Stop("llm_budget", f"{made}, and {found} with the last {metered.spent}; {reason}"))
+                ctx.halt(Stop(Reason.LLM_BUDGET,
+                              f"{made}, and {found} with the last {metered.spent}; {reason}"))
                 return
             answers = ctx.replanner.refused if isinstance(ctx.replanner, Refusing) else ()
             if answers:  # its answers were refused, not none given: asked again while replans are left
                 if state.replans >= options.max_replans:
                     why = f"{ctx.replanner.name}'s plans refused each time (last: {answers[0]})"
                     budget_spent = f"--max-replans {options.max_replans} spent"
-                    ctx.halt(Stop("replan_budget", f"{budget_spent}, the {why}; {reason}"))
+                    ctx.halt(Stop(Reason.REPLAN_BUDGET, f"{budget_spent}, the {why}; {reason}"))
                 return
-            ctx.halt(Stop("no_plan", f"{found}; {reason}"))
+            ctx.halt(Stop(Reason.NO_PLAN, f"{found}; {reason}"))
             return
     base = state.revision if proposal.base_version is None else proposal.base_version
     patch = translate(
@@ -113,18 +115,19 @@ def replan(ctx: RunContext) -> None:
     ctx.commit(Change(tried, (event,)))
     refused = stale(base, state.revision)
     if refused is not None:
-        ctx.halt(Stop("no_plan", f"{refused}, so it is not applied; {reason}"))
+        ctx.halt(Stop(Reason.NO_PLAN, f"{refused}, so it is not applied; {reason}"))
         return
     sig = signature(patch.plan, {**state.status, **{t.id: "pending" for t in patch.added}})
     if sig in state.signatures:
-        ctx.halt(Stop("loop_detected", f"the replanner proposed a plan it had proposed before; {reason}"))
+        ctx.halt(Stop(Reason.LOOP_DETECTED,
+                      f"the replanner proposed a plan it had proposed before; {reason}"))
         return
     banned = [t.id for t in patch.added if t.tool in state.excluded]
     errors = [str(e) for e in validate(ctx.problem, patch.plan, ctx.facts)]
     if banned:
         errors.append(f"uses excluded tools in {', '.join(banned)}")
     if errors:
-        ctx.halt(Stop("no_plan", f"the replanned plan is not valid: {errors[0]}"))
+        ctx.halt(Stop(Reason.NO_PLAN, f"the replanned plan is not valid: {errors[0]}"))
         return
     record = patch.to_dict()
     if fallback is not None:
@@ -172,9 +175,9 @@ def commit_revision(
     gone = tuple(invalidated)
     status: dict[str, TaskStatus] = dict(ctx.state.status)
     for tid in gone:
-        status[tid] = "invalidated"
+        status[tid] = TaskStatus.INVALIDATED
     for task in plan.tasks:
-        status.setdefault(task.id, "pending")
+        status.setdefault(task.id, TaskStatus.PENDING)
     if sig is None:
         sig = signature(plan, status)
     now = ctx.clock.now()

@@ -28,6 +28,7 @@ from evolve.execute.executor import ExecuteOptions, Executor, Hook
 from evolve.execute.htn import ran_steps
 from evolve.execute.htn_tools import ARGFILL, Filling, Ledger, World, bind_htn_tools
 from evolve.execute.journal import Journal, JournalError
+from evolve.execute.outcome import REOPENED
 from evolve.execute.replan import Replanner
 from evolve.execute.simulate import simulated_tools
 from evolve.execute.tools import ToolError, ToolFn, load_tools
@@ -253,11 +254,6 @@ class NewLimits:
 
 LIMIT_OPTIONS = ("max_steps", "max_replans")
 """The options :class:`NewLimits` may change (the deadline is the problem's)."""
-
-REOPENED = ("step_budget", "replan_budget", "deadline")
-"""The reasons a run stopped for that new limits may lift: such a run goes on when resumed with
-new limits (if they do not lift it, it stops again at once, for the same reason)."""
-
 
 def new_limits(options: ExecuteOptions, problem: Problem,
                limits: NewLimits) -> tuple[ExecuteOptions, Problem, dict[str, list[Any]]]:

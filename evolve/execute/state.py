@@ -23,10 +23,11 @@ from evolve.execute.records import (
     ReplanTried,
     Revised,
     Settled,
-    TaskStatus,
+    Verdict,
     Window,
 )
 from evolve.model.plan import Plan
+from evolve.model.status import TaskStatus
 
 
 @dataclass
@@ -77,7 +78,7 @@ class RunState:
     def apply(self, record: Record) -> None:
         """Fold one committed record in: the one way this state changes."""
         if isinstance(record, Dispatched):
-            self.status[record.task_id] = "dispatched"
+            self.status[record.task_id] = TaskStatus.DISPATCHED
             self.attempts[record.task_id] = record.attempt
             self.retry_at.pop(record.task_id, None)
             self.calls += 1
@@ -108,21 +109,21 @@ class RunState:
         elif isinstance(record, ModelCalls):
             self.model_calls[record.purpose] = self.model_calls.get(record.purpose, 0) + record.calls
         elif isinstance(record, Asked):
-            self.status[record.task_id] = "waiting"
+            self.status[record.task_id] = TaskStatus.WAITING
             self.retry_at.pop(record.task_id, None)
             self.asked[record.ask_id] = record
             self.latest[record.task_id] = record.ask_id
         elif isinstance(record, Decided):
             self.decided[record.ask_id] = record
-            if record.verdict == "rejected":
+            if record.verdict == Verdict.REJECTED:
                 for write in (self.asked[record.ask_id].action or {}).get("writes", ()):
                     self.rejected.setdefault(write["hash"], record.ask_id)
         elif isinstance(record, Revised):
             for tid in record.invalidated:
-                self.status[tid] = "invalidated"
+                self.status[tid] = TaskStatus.INVALIDATED
                 self.retry_at.pop(tid, None)  # out of the plan, it waits for nothing
             for task in record.plan.tasks:
-                self.status.setdefault(task.id, "pending")
+                self.status.setdefault(task.id, TaskStatus.PENDING)
             self.signatures.add(record.signature)
             self.plan = record.plan
             self.revision = record.revision

@@ -19,20 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from evolve.execute.events import Events
-from evolve.execute.outcome import Stop
-from evolve.execute.records import (
-    ENDED_WITHOUT_OUTPUTS,
-    CallStatus,
-    ErrorKind,
-    Next,
-    Record,
-    ReplanAsked,
-    Settled,
-    Window,
-)
+from evolve.execute.outcome import Reason, Stop
+from evolve.execute.records import CallStatus, ErrorKind, Next, Record, ReplanAsked, Settled, Window
 from evolve.execute.retry import RetryPolicy
 from evolve.execute.state import RunState
 from evolve.model.plan import Task
+from evolve.model.status import ENDED_WITHOUT_OUTPUTS, TaskStatus
 
 
 @dataclass(frozen=True)
@@ -73,11 +65,11 @@ def succeeded(
         task,
         risk=risk,
         attempt=attempt,
-        status="reconciled" if call_status == "reconciled" else "done",
+        status="reconciled" if call_status == CallStatus.RECONCILED else "done",
         started=started,
         finished=finished,
     )
-    record = Settled(task.id, "done", call_id, call_status, outputs, finished=finished)
+    record = Settled(task.id, TaskStatus.DONE, call_id, call_status, outputs, finished=finished)
     return Change((record,), (event,))
 
 
@@ -98,7 +90,7 @@ def call_failed(
     """A call that failed: tried again after the policy's backoff, or failed for good."""
     failures = state.failures.get(task.id, 0) + 1
     first = state.first_failure.get(task.id, finished)
-    call_status: CallStatus = "timeout" if kind == "timeout" else "failed"
+    call_status: CallStatus = CallStatus.TIMEOUT if kind == "timeout" else CallStatus.FAILED
     retry_at = policy.retry_at(failures=failures, first=first, finished=finished, retryable=retryable)
     if retry_at is not None:
         event = ev.step_error(
@@ -115,7 +107,7 @@ def call_failed(
         )
         record = Settled(
             task.id,
-            "pending",
+            TaskStatus.PENDING,
             call_id,
             call_status,
             error=error,
@@ -166,7 +158,7 @@ def failed_for_good(
     records: tuple[Record, ...] = (
         Settled(
             task.id,
-            "unknown" if kind == "unknown" else "failed",
+            TaskStatus.UNKNOWN if kind == "unknown" else TaskStatus.FAILED,
             call_id,
             call_status,
             error=error,
@@ -174,9 +166,10 @@ def failed_for_good(
             failures=failures if failures is not None else state.failures.get(task.id),
         ),
     )
+    failed = f"{task.id} ({task.tool}) failed: {error}"
     if nxt == "replan":
-        records += (ReplanAsked((task.tool,), f"{task.id} ({task.tool}) failed: {error}"),)
-    stop = Stop("task_failed", f"{task.id} ({task.tool}) failed: {error}") if nxt == "fail_plan" else None
+        records += (ReplanAsked((task.tool,), failed),)
+    stop = Stop(Reason.TASK_FAILED, failed) if nxt == "fail_plan" else None
     return Change(records, (event,), stop)
 
 
@@ -185,7 +178,7 @@ def skipped(task: Task, why: str, *, cascade: bool, ev: Events) -> Change:
     under ``skip_dependents``: a cascade, which passes the skip on and keeps why)."""
     now = ev.clock.now()
     event = ev.step("step.end", task, attempt=0, status="skipped", started=now, finished=now, reason=why)
-    record = Settled(task.id, "skipped", error=why if cascade else None, cascaded=cascade)
+    record = Settled(task.id, TaskStatus.SKIPPED, error=why if cascade else None, cascaded=cascade)
     return Change((record,), (event,))
 
 
@@ -236,7 +229,8 @@ def lost(task: Task, *, call_id: int, attempt: int, risk: str, started: float, e
         attempt=attempt,
     )
     record = Settled(
-        task.id, "pending", call_id, "lost", error="the process stopped during the call", attempt=attempt
+        task.id, TaskStatus.PENDING, call_id, CallStatus.LOST, error="the process stopped during the call",
+        attempt=attempt,
     )
     return Change((record,), (event,))
 
@@ -268,6 +262,6 @@ def horizon_reached(state: RunState, reason: str, ev: Events) -> Change:
 def horizon_lifted(state: RunState, ev: Events) -> Change:
     """Every committed task is over but no replan is left: the rest of the plan is committed
     as it stands (the run goes on as a plan given whole would)."""
-    rest = tuple(t.id for t in state.plan.tasks if state.status.get(t.id) == "pending")
+    rest = tuple(t.id for t in state.plan.tasks if state.status.get(t.id) == TaskStatus.PENDING)
     event = ev.event("plan.horizon", revision=state.revision, action="lift", committed=list(rest))
     return Change((Window(state.revision, rest),), (event,))

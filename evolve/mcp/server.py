@@ -34,6 +34,7 @@ from mcp.types import ToolAnnotations
 
 from evolve import defaults
 from evolve.execute.inbox import decide_in
+from evolve.execute.outcome import RunStatus
 from evolve.execute.people import pending as pending_items
 from evolve.execute.records import Verdict
 from evolve.execute.session import read_run
@@ -233,7 +234,7 @@ def build_server(root: Path, *, wait: float = defaults.MCP_RUN_WAIT) -> MCPServe
             done = json.loads(outcome.read_text())
             found.update({k: done.get(k) for k in ("status", "reason", "message")})
         else:
-            found["status"] = "waiting" if waiting else "running"
+            found["status"] = RunStatus.WAITING if waiting else RunStatus.RUNNING
         return found
 
     @server.tool(annotations=READ)
@@ -262,7 +263,7 @@ def build_server(root: Path, *, wait: float = defaults.MCP_RUN_WAIT) -> MCPServe
                 action: str | None = None) -> dict[str, Any]:
         """Approve the action a run's task waits for (``action``: its hash or a prefix, refused
         if no longer pending); journaled with ``by`` (default: this server's user)."""
-        return decide(run, task, "approved", by, note, action)
+        return decide(run, task, Verdict.APPROVED, by, note, action)
 
     @server.tool(annotations=WRITE)
     def reject(run: str, task: str, note: str, by: str | None = None,
@@ -270,19 +271,19 @@ def build_server(root: Path, *, wait: float = defaults.MCP_RUN_WAIT) -> MCPServe
         """Reject the action a run's task waits for (``note``: why, required)."""
         if not note.strip():
             raise ToolError("note: say why the action is rejected")
-        return decide(run, task, "rejected", by, note, action)
+        return decide(run, task, Verdict.REJECTED, by, note, action)
 
     @server.tool(annotations=WRITE)
     def answer(run: str, task: str, outputs: dict[str, Any], by: str | None = None,
                note: str | None = None) -> dict[str, Any]:
         """Give the outputs of a task a person owns (each output its tool declares)."""
-        return decide(run, task, "answered", by, note, outputs=outputs)
+        return decide(run, task, Verdict.ANSWERED, by, note, outputs=outputs)
 
     @server.resource("evolve://runs/{run}/outcome", mime_type="application/json")
     def outcome(run: str) -> str:
         """A run's outcome.json (what ``evolve execute --json`` prints)."""
         path = runs.folder(run) / "outcome.json"
-        return path.read_text() if path.is_file() else json.dumps({"status": "running"})
+        return path.read_text() if path.is_file() else json.dumps({"status": RunStatus.RUNNING})
 
     @server.resource("evolve://runs/{run}/report", mime_type="text/html")
     def report(run: str) -> str:

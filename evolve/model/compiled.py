@@ -18,15 +18,15 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from evolve.model.problem import Problem
+from evolve.model.problem import RISKS, Problem, Risk
 from evolve.model.validate import approval_rule
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-RISK_CODES = {"read": 0, "write": 1, "approval": 2}
-"""How :attr:`CompiledProblem.risk` encodes a tool's risk."""
+RISK_CODES: dict[Risk, int] = {risk: code for code, risk in enumerate(RISKS)}
+"""How :attr:`CompiledProblem.risk` encodes a tool's risk (read 0, write 1, approval 2)."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,6 +24,7 @@ from evolve.model.expression import (
     Reference,
 )
 from evolve.model.plan import Ref
+from evolve.model.status import ENDED_WITHOUT_OUTPUTS
 
 
 class UnknownReference(ExpressionError):
@@ -41,9 +42,6 @@ Resolver = Callable[[Ref, tuple[str, ...]], Any]
 
 StatusOf = Callable[[str], str]
 """``status(task_id)``: a task's status in a run (``failed($t9)``, ``status($t9)`` read it)."""
-
-FAILED = ("failed", "unknown")
-"""The statuses ``failed($t)`` is true of: the task ended without its outputs."""
 
 
 def no_status(task_id: str) -> str:
@@ -207,7 +205,7 @@ class ConditionEvaluator:
         if node.name in ("failed", "status"):
             assert isinstance(arg, Reference)  # the parser allows nothing else
             found = self.status(arg.ref.fact)
-            return found in FAILED if node.name == "failed" else found
+            return found in ENDED_WITHOUT_OUTPUTS if node.name == "failed" else found
         if node.name == "exists":
             assert isinstance(arg, Reference)  # the parser allows nothing else
             try:

@@ -11,7 +11,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from evolve.model.plan import FailurePolicy
 
@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from evolve.model.plan import Plan
 
 Risk = Literal["read", "write", "approval"]
-RISKS: tuple[Risk, ...] = ("read", "write", "approval")
+RISKS: tuple[Risk, ...] = get_args(Risk)
 By = Literal["tool", "human"]
-BY: tuple[By, ...] = ("tool", "human")
+BY: tuple[By, ...] = get_args(By)
 """Who does a tool's work: its callable, or a person (the run waits for their decision or answer)."""
 
 T = TypeVar("T")

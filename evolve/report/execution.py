@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evolve.execute.outcome import RunStatus
 from evolve.report.assets import CHECK_JS, CSP, CSS, ERRORS_JS, PAGE_JS
 from evolve.report.execution_data import Execution, ExecutionReportError, Revision, TaskRow, load_execution
 from evolve.report.execution_models import models_section
@@ -41,7 +42,7 @@ EXTRA_CSS = """
 td.ids { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:12px; }
 """
 
-STATUS_CLASS = {"completed": "ok", "failed": "bad"}
+STATUS_CLASS: dict[str, str] = {RunStatus.COMPLETED: "ok", RunStatus.FAILED: "bad"}
 
 
 def write_execution_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
@@ -88,7 +89,7 @@ def render_execution(execution: Execution) -> str:
 
 def header(execution: Execution) -> str:
     outcome = execution.outcome
-    status = str(outcome.get("status", "running"))
+    status = str(outcome.get("status", RunStatus.RUNNING))
     reason = str(outcome.get("reason", "not ended"))
     calls = outcome.get("calls_by_risk") if isinstance(outcome.get("calls_by_risk"), Mapping) else {}
     assert isinstance(calls, Mapping)

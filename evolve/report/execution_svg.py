@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from evolve.model.status import TaskStatus
 from evolve.report.execution_data import Segment
 from evolve.report.gantt_svg import clip
 from evolve.report.svg import coord, esc, nice_ticks, num
@@ -54,7 +55,7 @@ def execution_gantt_svg(rows: Sequence[ChartRow], span: float, markers: Sequence
                      f'text-anchor="middle">{num(round(t, 6))}{esc(unit) if t == ticks[-1] else ""}</text>')
     for i, row in enumerate(rows):
         y = AXIS_H + i * ROW_H
-        gone = row.status == "invalidated"
+        gone = row.status == TaskStatus.INVALIDATED
         parts.append(f'<g class="gantt-row{" invalidated" if gone else ""}" data-task="{esc(row.id)}" '
                      f'data-status="{esc(row.status)}">'
                      f'<rect class="row-band" x="0" y="{coord(y)}" width="{coord(width)}" height="{ROW_H}"/>'

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import click
 
 from evolve import defaults
+from evolve.execute.outcome import RunStatus
 from evolve.report.execution_data import Execution, Segment
 from evolve.report.svg import num
 from evolve.report.timeline import Timeline
@@ -91,7 +92,7 @@ def execution_text_gantt(execution: Execution, width: int = defaults.SHOW_WIDTH,
     mark per attempt on the run clock, the task's status and times, then the revisions."""
     outcome = execution.outcome
     unit = "" if execution.virtual else " s"
-    status, reason = str(outcome.get("status", "running")), str(outcome.get("reason", "not ended"))
+    status, reason = str(outcome.get("status", RunStatus.RUNNING)), str(outcome.get("reason", "not ended"))
     message = str(outcome.get("message") or "")
     lines = [f"{execution.problem}: {status}{', ' + reason if reason != status else ''}"
              f" (steps {outcome.get('steps', '?')}/{outcome.get('max_steps', '?')}, "

@@ -24,7 +24,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
@@ -45,8 +45,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from evolve import defaults
 from evolve.execute.inbox import decide_in
 from evolve.execute.journal import JournalError
+from evolve.execute.outcome import RunStatus
 from evolve.execute.people import DecisionError
-from evolve.execute.records import Verdict
+from evolve.execute.records import VERDICTS, Verdict
 from evolve.execute.session import JOURNAL
 from evolve.model.errors import EvolveError
 from evolve.report.assets import CSS, PAGE_JS
@@ -58,7 +59,6 @@ from evolve.serve.runs import RunInfo, Runs, run_folder
 from evolve.serve.workers import Workers
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
-VERDICTS = ("approved", "rejected", "answered")
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 
@@ -293,7 +293,7 @@ class Server:
             info = self.runs.info(name)
             now = info.status if info is not None else "gone"
             if name in self.workers.running():
-                now = "running"
+                now = RunStatus.RUNNING
             if now != status:
                 status = now
                 yield f"event: status\ndata: {json.dumps({'status': now})}\n\n"
@@ -317,13 +317,13 @@ class Server:
             return 404, f"no run {run!r} in this folder"
         if verdict not in VERDICTS:
             return 400, f"verdict must be one of {', '.join(VERDICTS)}, got {verdict!r}"
-        chosen = cast(Verdict, verdict)
-        if verdict == "rejected" and note is None:
+        chosen = Verdict(verdict)
+        if chosen == Verdict.REJECTED and note is None:
             return 400, f"{run}: {task}: say why the action is rejected (the note is empty)"
-        if form and verdict != "answered" and action is None:
+        if form and chosen != Verdict.ANSWERED and action is None:
             return 400, f"{run}: {task}: the form carries no action hash; load the inbox again"
         outputs: Any = fields.get("outputs")
-        if verdict == "answered" and isinstance(outputs, str):
+        if chosen == Verdict.ANSWERED and isinstance(outputs, str):
             try:
                 outputs = json.loads(outputs)
             except (json.JSONDecodeError, RecursionError) as exc:

@@ -15,6 +15,8 @@ from typing import Any
 
 from evolve import defaults
 from evolve.execute.inbox import describe
+from evolve.execute.outcome import RunStatus
+from evolve.execute.records import AskKind
 from evolve.execute.session import open_run
 from evolve.model.errors import EvolveError
 from evolve.model.files import plan_from_dict, problem_from_dict
@@ -31,8 +33,7 @@ from evolve.report.timeline import timeline_of
 from evolve.serve.auth import CSRF_FIELD
 from evolve.serve.runs import PROBLEM, RunInfo, read_object
 
-STATUS_CLASS = {"running": "st-running", "waiting": "st-waiting", "completed": "st-completed",
-                "failed": "st-failed"}
+STATUS_CLASS: dict[str, str] = {status: f"st-{status}" for status in RunStatus}
 RESULT_CHARS = 600
 """Tool outputs longer than this show their start, and the whole in a fold."""
 
@@ -117,7 +118,7 @@ def item_card(item: Mapping[str, Any], csrf: str, root: Path, back: str = "") ->
               f'<input type="hidden" name="action" value="{esc(action)}">'
               f'<input type="hidden" name="ask" value="{esc(item.get("ask", ""))}">'
               + (f'<input type="hidden" name="back" value="{esc(back)}">' if back else ""))
-    if item["kind"] == "approval":
+    if item["kind"] == AskKind.APPROVAL:
         forms = (
             f'<form method="post" action="/inbox/decide" class="decide approve">{hidden}'
             '<input type="hidden" name="verdict" value="approved">'

@@ -20,6 +20,7 @@ from typing import Any
 
 from evolve import defaults
 from evolve.execute.inbox import pending_in
+from evolve.execute.outcome import RunStatus
 from evolve.execute.session import JOURNAL
 from evolve.model.errors import EvolveError
 from evolve.report.execution_data import EVENTS, OUTCOME
@@ -93,7 +94,7 @@ def execution_info(name: str, folder: Path, events: tuple[int, int] | None,
     going on: a resume), or there is no outcome yet (the first session has not ended)."""
     doc = read_object(folder / OUTCOME) if outcome is not None else {}
     going = not doc or (events is not None and outcome is not None and events[0] > outcome[0])
-    status = "running" if going else str(doc.get("status", "running"))
+    status = RunStatus.RUNNING if going else str(doc.get("status", RunStatus.RUNNING))
     updated = max((s[0] for s in (events, outcome) if s is not None), default=0) / 1e9
     reason = "" if going else str(doc.get("reason", ""))
     message = "" if going else str(doc.get("message") or "")
@@ -104,7 +105,7 @@ def search_info(name: str, folder: Path, events: tuple[int, int] | None,
                 summary: tuple[int, int] | None) -> RunInfo:
     """A search: completed once its summary is written, running before."""
     doc = read_object(folder / SUMMARY) if summary is not None else {}
-    status = "completed" if doc else "running"
+    status = RunStatus.COMPLETED if doc else RunStatus.RUNNING
     updated = max(s[0] for s in (events, summary) if s is not None) / 1e9
     return RunInfo(name, "search", status, goal_of(folder, doc.get("problem") or name),
                    str(doc.get("stop_reason", "")), "", updated)
@@ -197,8 +198,8 @@ class Runs:
         """Every run, newest first; a run a worker of this server resumes is ``running``."""
         runs: list[RunInfo] = self.recent("all", self.scan)
         busy = set(self.running())
-        return [r if r.name not in busy or r.status == "running"
-                else RunInfo(r.name, r.kind, "running", r.goal, "", "", r.updated) for r in runs]
+        return [r if r.name not in busy or r.status == RunStatus.RUNNING
+                else RunInfo(r.name, r.kind, RunStatus.RUNNING, r.goal, "", "", r.updated) for r in runs]
 
     def scan(self) -> list[RunInfo]:
         found = (self.info(name) for name in self.names())
@@ -237,6 +238,6 @@ class Runs:
     def scan_pending(self) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         for info in self.all():
-            if info.kind == "execution" and info.status in ("waiting", "running"):
+            if info.kind == "execution" and info.status in (RunStatus.WAITING, RunStatus.RUNNING):
                 items.extend(self.pending_of(info.name))
         return sorted(items, key=lambda i: (str(i.get("since") or ""), i["run"], int(i["ask"])))
