@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ def runs_root() -> str:
 
 def new_run_dir(root: str | Path = RUNS_DIR) -> Path:
     """A fresh folder under ``root`` named by the time, never reusing an existing one."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     base = Path(root)
     for n in range(1000):
         path = base / (stamp if n == 0 else f"{stamp}-{n}")
