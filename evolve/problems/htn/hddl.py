@@ -43,6 +43,7 @@ from evolve.problems.htn.hddl_formulas import (
 )
 from evolve.problems.htn.hddl_objects import Objects
 from evolve.problems.htn.hddl_relation import Relation
+from evolve.problems.htn.hddl_split import split
 from evolve.problems.htn.hddl_syntax import (
     OBJECT,
     HddlDomain,
@@ -76,10 +77,11 @@ def split_name(text: str) -> tuple[str, tuple[str, ...]]:
 
 
 def read_hddl(domain_file: str | Path, problem_file: str | Path) -> dict[str, Any]:
-    """The HTN domain document of an HDDL domain and problem (see the module docstring), read
-    and grounded with the cyclic collector held back (see :mod:`evolve.model.collector`)."""
+    """The HTN domain document of an HDDL domain and problem (see the module docstring): read,
+    its methods' local parameters split off (:mod:`evolve.problems.htn.hddl_split`), and
+    grounded with the cyclic collector held back (see :mod:`evolve.model.collector`)."""
     with collector_paused():
-        domain, problem = read_files(domain_file, problem_file)
+        domain, problem = split(*read_files(domain_file, problem_file))
         return Grounder(domain, problem, str(problem_file)).document()
 
 

@@ -11,6 +11,7 @@ from evolve.model.plan import Plan
 from evolve.problems.htn.decomposition import Decomposition
 from evolve.problems.htn.domain import Domain
 from evolve.problems.htn.hddl import GOAL_OPERATOR, ROOT_TASK, VARIANT, split_name
+from evolve.problems.htn.hddl_split import is_part
 from evolve.problems.htn.problem import GOAL_TASK
 
 
@@ -18,7 +19,9 @@ def ipc_plan(domain: Domain, decomposition: Decomposition) -> str:
     """The decomposition in the competition's plan format (what its verifiers read): the
     actions in order, ``root`` and the initial network's tasks, then each decomposition as
     ``id task args -> method subtask-ids``. The goal step and the tasks that pick a
-    conditional action's variant are the grounder's, not the domain's: they are left out."""
+    conditional action's variant are the grounder's, not the domain's: they are left out, and
+    so are the tasks :mod:`~evolve.problems.htn.hddl_split` made (a split subtask's own
+    decomposition is its method's child)."""
     ids: dict[str, int] = {}
     actions: list[str] = []
     for step in decomposition.steps:
@@ -30,14 +33,18 @@ def ipc_plan(domain: Domain, decomposition: Decomposition) -> str:
         head, args = split_name(name)
         actions.append(" ".join((str(ids[path]), head, *args)))
     by_name = {m.name: m for m in domain.methods}
+    parts = {path: f"{path}/{method_name}#0" for path, task, method_name in decomposition.methods
+             if is_part(split_name(task)[0])}
 
     def ident(path: str) -> int:
+        while path in parts:
+            path = parts[path]
         return ids.setdefault(path, len(ids))
 
     lines: list[str] = []
     roots: list[int] = []
     for path, task, method_name in decomposition.methods:
-        if VARIANT in method_name:
+        if VARIANT in method_name or path in parts:
             continue
         subtasks = by_name[method_name].subtasks
         children = [ident(f"{path}/{method_name}#{i}") for i, sub in enumerate(subtasks)

@@ -1,0 +1,155 @@
+"""Splitting a method's local parameters off into a task of their own, before grounding.
+
+A method parameter that only one subtask names (and no other subtask, nor the method's task) is a
+choice that matters to that subtask alone; ground as the method's, it multiplies the method's
+instances by its objects, once for every other such parameter of every other subtask
+(Woodworking's ``method16``: twelve parameters, the product of five subtask's choices;
+Childsnack's ``m0_serve``: the bread and the filling of one sandwich times every tray; the
+initial task network of Woodworking: three free parameters per part, the product over all
+parts). Lifted planners bind such a parameter when the subtask is reached; a grounder can do the
+same by giving the subtask a task of its own: ``M~partI`` over the subtask's other parameters,
+with one method that binds the local ones and holds the precondition's conjuncts about them. The
+instances then add up instead of multiplying.
+
+A conjunct that names a local parameter moves with it; that is only sound where it is tested in
+the same state: when the subtask is the method's first (a total order), or when the conjunct
+reads only static predicates (those no action changes). A parameter that a conjunct ties to
+another subtask's parameters, or whose conjunct cannot move, stays the method's.
+
+The split is invisible in plans: :func:`evolve.problems.htn.hddl_plans.ipc_plan` hands the
+subtask's decomposition to the method itself, so the competition's verifiers see the domain's
+own methods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from evolve.problems.htn.hddl_syntax import Call, HddlDomain, HddlProblem, MethodDef, Sexp, Typed
+
+PART = "~part"
+"""Marks a task (and its method) made by the split: ``method~partI`` is the method's subtask I."""
+
+
+def is_part(task_name: str) -> bool:
+    """Whether a (ground or lifted) task name is one the split made."""
+    return PART in task_name
+
+
+def conjuncts(node: Sexp) -> list[Sexp]:
+    if isinstance(node, tuple) and node[:1] == ("and",):
+        return [c for item in node[1:] for c in conjuncts(item)]
+    return [] if node == () else [node]
+
+
+def variables(node: Sexp) -> set[str]:
+    """Every ``?name`` in a formula, bound by a quantifier or not (the split needs only an upper
+    bound: a quantified name that shadows a parameter keeps the parameter in place)."""
+    if isinstance(node, str):
+        return {node} if node.startswith("?") else set()
+    return {v for item in node for v in variables(item)}
+
+
+def predicates(node: Sexp) -> set[str]:
+    """The predicates a formula reads (heads that are not connectives or quantifiers)."""
+    if isinstance(node, str) or node == ():
+        return set()
+    head = node[0]
+    if head in ("and", "or", "not", "imply"):
+        return {p for item in node[1:] for p in predicates(item)}
+    if head in ("forall", "exists") and len(node) == 3:
+        return predicates(node[2])
+    return set() if head == "=" else {str(head)}
+
+
+def changed(domain: HddlDomain) -> set[str]:
+    """The predicates some action's effect names (the others are static)."""
+    out: set[str] = set()
+
+    def walk(node: Sexp) -> None:
+        if isinstance(node, str) or node == ():
+            return
+        head = node[0]
+        if head in ("and", "not"):
+            for item in node[1:]:
+                walk(item)
+        elif head in ("forall", "when") and len(node) == 3:
+            walk(node[2])
+        elif isinstance(head, str):
+            out.add(head)
+
+    for action in domain.actions.values():
+        walk(action.effect)
+    return out
+
+
+def call_vars(call: Call) -> list[str]:
+    return list(dict.fromkeys(a for a in call.args if a.startswith("?")))
+
+
+def split_method(method: MethodDef, dynamic: set[str]) -> list[MethodDef]:
+    """The method with its subtasks' local parameters split off (first), and one method per
+    split subtask; the method alone when it has none."""
+    if len(method.subtasks) < 2:
+        return [method]
+    types = dict(method.params)
+    if any(v not in types for c in method.subtasks for v in call_vars(c)) or \
+            any(v not in types for v in call_vars(method.task)):
+        return [method]  # an undeclared variable: the grounder reports it
+    parts = conjuncts(method.pre)
+    part_vars = [variables(c) for c in parts]
+    head = set(call_vars(method.task))
+    named_by = [set(call_vars(c)) for c in method.subtasks]
+    replaced: dict[int, tuple[Call, MethodDef]] = {}
+    moved: set[int] = set()
+    for i, call in enumerate(method.subtasks):
+        elsewhere = head.union(*(vs for j, vs in enumerate(named_by) if j != i))
+        local = named_by[i] - elsewhere
+        movable = {k for k, vs in enumerate(part_vars) if k not in moved and vs <= named_by[i]
+                   and ((i == 0 and not method.unordered) or not predicates(parts[k]) & dynamic)}
+        while True:  # a conjunct that names a local parameter and cannot move keeps it here
+            stuck = {v for k, vs in enumerate(part_vars) if k not in movable for v in vs & local}
+            if not stuck:
+                break
+            local -= stuck
+        if not local:
+            continue
+        taking = sorted(k for k in movable if part_vars[k] & local)
+        moved.update(taking)
+        kept = [v for v in call_vars(call) if v not in local]
+        name = f"{method.name}{PART}{i}"
+        task = Call(name, tuple(kept))
+        pre: Sexp = ("and", *(parts[k] for k in taking)) if taking else ()
+        params: Typed = tuple((v, types[v]) for v in call_vars(call))
+        replaced[i] = (task, MethodDef(f"{name}_m", params, task, pre, (call,)))
+    if not replaced:
+        return [method]
+    gone = {v for i in replaced for v in named_by[i] - set(replaced[i][0].args)}
+    rest = [parts[k] for k in range(len(parts)) if k not in moved]
+    top = replace(method, params=tuple(p for p in method.params if p[0] not in gone),
+                  pre=("and", *rest) if rest else (),
+                  subtasks=tuple(replaced[i][0] if i in replaced else c
+                                 for i, c in enumerate(method.subtasks)))
+    return [top, *(m for _, m in replaced.values())]
+
+
+def split(domain: HddlDomain, problem: HddlProblem) -> tuple[HddlDomain, HddlProblem]:
+    """The domain and problem with every method's (and the initial task network's) local
+    parameters split off (see the module docstring): the same plans, fewer ground methods."""
+    dynamic = changed(domain)
+    methods: list[MethodDef] = []
+    tasks = dict(domain.tasks)
+    for method in domain.methods:
+        made = split_method(method, dynamic)
+        methods.append(made[0])
+        for part in made[1:]:
+            methods.append(part)
+            tasks[part.task.name] = tuple(p for p in part.params if p[0] in part.task.args)
+    network = problem.network
+    if network is not None:
+        made = split_method(network, dynamic)
+        network = made[0]
+        for part in made[1:]:
+            methods.append(part)
+            tasks[part.task.name] = tuple(p for p in part.params if p[0] in part.task.args)
+    return replace(domain, tasks=tasks, methods=tuple(methods)), replace(problem, network=network)
