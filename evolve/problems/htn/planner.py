@@ -72,6 +72,7 @@ from evolve.problems.htn.domain import (
     truth,
 )
 from evolve.problems.htn.fallback import DecompositionFallback, FallbackReply
+from evolve.problems.htn.hddl_split import is_part
 from evolve.problems.htn.heuristic import INFINITE, Costs, RelaxedComposition
 from evolve.problems.htn.nodes import Node, Pending, finished, network_key
 
@@ -475,10 +476,11 @@ class Planner:
         size = len(method.subtasks)
         choice = Choice(task.path, index, count)
         order_key = f"{task.path}>{method.name}"
+        depth = task.depth if is_part(task.name) else task.depth + 1  # a split subtask: its own level
         for order in self.orders(order_key, size, method.unordered, prefs, chooser):
             rest = task.rest
             for i in reversed(order):
-                rest = Pending(method.subtasks[i], f"{here}#{i}", task.depth + 1,
+                rest = Pending(method.subtasks[i], f"{here}#{i}", depth,
                                (*task.trail, (here, not method.unordered, i)), rest)
             made = [choice]
             if method.unordered and size > 1:
