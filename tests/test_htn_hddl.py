@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 from hddl_parcel import DOMAIN, PROBLEM
 
+from evolve import defaults
 from evolve.cli.main import cli
 from evolve.model.errors import InfeasibleProblem, InputError
 from evolve.problems import load_problem
@@ -44,9 +45,14 @@ def write(tmp_path: Path, domain: str, problem: str) -> tuple[Path, Path]:
     return tmp_path / "d.hddl", tmp_path / "p.hddl"
 
 
-def solve(domain_file: Path, problem_file: Path) -> tuple[Decomposition, str]:
-    """Plan, and return the plan in the competition's format after the verifier accepted it."""
-    problem = htn_problem_from_dict(read_hddl(domain_file, problem_file), str(problem_file))
+def solve(domain_file: Path, problem_file: Path, hddl_limits: bool = False) -> tuple[Decomposition, str]:
+    """Plan, and return the plan in the competition's format after the verifier accepted it;
+    within the limits ``evolve run`` gives an HDDL problem when ``hddl_limits``, else the
+    default HTN ones."""
+    document = read_hddl(domain_file, problem_file)
+    if hddl_limits:
+        document["htn"].update(max_depth=defaults.HDDL_MAX_DEPTH, max_nodes=defaults.HDDL_MAX_NODES)
+    problem = htn_problem_from_dict(document, str(problem_file))
     outcome = Planner(problem.htn()).plan()
     assert isinstance(outcome, Decomposition), str(outcome)
     text = ipc_plan(problem.htn(), outcome)
