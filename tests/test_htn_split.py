@@ -87,9 +87,13 @@ def test_a_local_choice_is_split_off_and_plans_stay_valid(tmp_path: Path) -> Non
     d, p = write(tmp_path, SNACK, SNACK_PROBLEM)
     domain, problem = split(*read_files(d, p))
     serve = next(m for m in domain.methods if m.name == "m-serve")
-    # ?b is make's alone (its conjuncts move: make is first); ?t is shared by move and give
-    assert [v for v, _ in serve.params] == ["?c", "?t", "?p"]
-    assert serve.subtasks[0].name == f"m-serve{PART}0" and serve.subtasks[0].args == ()
+    # ?b is make's alone (its conjuncts move: make is first); ?t and ?p are move's and give's, a
+    # window of two, which (waiting ?c ?p) may move to: no action changes it
+    assert [v for v, _ in serve.params] == ["?c"]
+    assert [(c.name, c.args) for c in serve.subtasks] == [(f"m-serve{PART}0", ()),
+                                                         (f"m-serve{PART}1", ("?c",))]
+    window = next(m for m in domain.methods if m.name == f"m-serve{PART}1_m")
+    assert [c.name for c in window.subtasks] == ["move", "give"] and "waiting" in str(window.pre)
     part = next(m for m in domain.methods if m.name == f"m-serve{PART}0_m")
     assert [v for v, _ in part.params] == ["?b"] and "gluten" in str(part.pre)
     assert problem.network is not None and problem.network.params == (("?x", ("bread",)),)

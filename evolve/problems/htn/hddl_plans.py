@@ -33,28 +33,35 @@ def ipc_plan(domain: Domain, decomposition: Decomposition) -> str:
         head, args = split_name(name)
         actions.append(" ".join((str(ids[path]), head, *args)))
     by_name = {m.name: m for m in domain.methods}
-    parts = {path: f"{path}/{method_name}#0" for path, task, method_name in decomposition.methods
+    parts = {path: method_name for path, task, method_name in decomposition.methods
              if is_part(split_name(task)[0])}
 
     def ident(path: str) -> int:
-        while path in parts:
-            path = parts[path]
         return ids.setdefault(path, len(ids))
+
+    def children(path: str, method_name: str) -> list[int]:
+        """The ids of a method's subtasks, a split window's (see hddl_split) in its place."""
+        out: list[int] = []
+        for i, sub in enumerate(by_name[method_name].subtasks):
+            child = f"{path}/{method_name}#{i}"
+            if child in parts:
+                out.extend(children(child, parts[child]))
+            elif sub != GOAL_OPERATOR:
+                out.append(ident(child))
+        return out
 
     lines: list[str] = []
     roots: list[int] = []
     for path, task, method_name in decomposition.methods:
         if VARIANT in method_name or path in parts:
             continue
-        subtasks = by_name[method_name].subtasks
-        children = [ident(f"{path}/{method_name}#{i}") for i, sub in enumerate(subtasks)
-                    if sub != GOAL_OPERATOR]
+        subtasks = children(path, method_name)
         if task == ROOT_TASK:
-            roots = children
+            roots = subtasks
             continue
         head, args = split_name(task)
         lines.append(" ".join((str(ident(path)), head, *args, "->", split_name(method_name)[0],
-                               *map(str, children))))
+                               *map(str, subtasks))))
     return "\n".join(["==>", *actions, "root " + " ".join(map(str, roots)), *lines, "<=="]) + "\n"
 
 

@@ -83,14 +83,26 @@ def changed(domain: HddlDomain) -> set[str]:
     return out
 
 
+def vs_static(node: Sexp, dynamic: set[str]) -> bool:
+    """Whether a conjunct reads only static predicates (true or false in every state)."""
+    return not predicates(node) & dynamic
+
+
 def call_vars(call: Call) -> list[str]:
     return list(dict.fromkeys(a for a in call.args if a.startswith("?")))
 
 
 def split_method(method: MethodDef, dynamic: set[str]) -> list[MethodDef]:
-    """The method with its subtasks' local parameters split off (first), and one method per
-    split subtask; the method alone when it has none."""
-    if len(method.subtasks) < 2:
+    """The method with its local parameters split off (first), and the methods of the windows
+    made (themselves split); the method alone when it has none.
+
+    A window is a run of consecutive subtasks (in their total order; one subtask when the
+    method is unordered); its local parameters are those no subtask outside it names, nor the
+    method's task. The candidates are the spans of the parameters (first to last subtask that
+    names one), widest first, each taken when it overlaps none taken before and keeps a local
+    parameter."""
+    size = len(method.subtasks)
+    if size < 2:
         return [method]
     types = dict(method.params)
     if any(v not in types for c in method.subtasks for v in call_vars(c)) or \
@@ -100,37 +112,57 @@ def split_method(method: MethodDef, dynamic: set[str]) -> list[MethodDef]:
     part_vars = [variables(c) for c in parts]
     head = set(call_vars(method.task))
     named_by = [set(call_vars(c)) for c in method.subtasks]
-    replaced: dict[int, tuple[Call, MethodDef]] = {}
+    spans: dict[str, tuple[int, int]] = {}
+    for i, names in enumerate(named_by):
+        for v in names - head:
+            first, _ = spans.get(v, (i, i))
+            spans[v] = (first, i)
+    candidates = sorted({(a, b) for a, b in spans.values()
+                         if (a, b) != (0, size - 1) and (a == b or not method.unordered)},
+                        key=lambda w: (w[0] - w[1], w[0]))
+    windows: list[tuple[int, int, set[str], list[int]]] = []
     moved: set[int] = set()
-    for i, call in enumerate(method.subtasks):
-        elsewhere = head.union(*(vs for j, vs in enumerate(named_by) if j != i))
-        local = named_by[i] - elsewhere
-        movable = {k for k, vs in enumerate(part_vars) if k not in moved and vs <= named_by[i]
-                   and ((i == 0 and not method.unordered) or not predicates(parts[k]) & dynamic)}
+    for a, b in candidates:
+        if any(a <= y and x <= b for x, y, _, _ in windows):
+            continue
+        inside = set().union(*named_by[a:b + 1])
+        local = {v for v, (x, y) in spans.items() if a <= x and y <= b}
+        movable = {k for k, vs in enumerate(part_vars) if k not in moved and vs <= inside
+                   and ((a == 0 and not method.unordered) or vs_static(parts[k], dynamic))}
         while True:  # a conjunct that names a local parameter and cannot move keeps it here
             stuck = {v for k, vs in enumerate(part_vars) if k not in movable for v in vs & local}
             if not stuck:
                 break
             local -= stuck
-        if not local:
-            continue
-        taking = sorted(k for k in movable if part_vars[k] & local)
-        moved.update(taking)
-        kept = [v for v in call_vars(call) if v not in local]
-        name = f"{method.name}{PART}{i}"
-        task = Call(name, tuple(kept))
-        pre: Sexp = ("and", *(parts[k] for k in taking)) if taking else ()
-        params: Typed = tuple((v, types[v]) for v in call_vars(call))
-        replaced[i] = (task, MethodDef(f"{name}_m", params, task, pre, (call,)))
-    if not replaced:
+        if local:  # the conjuncts about its locals move; the static ones about the rest are copied
+            taking = sorted(k for k in movable if part_vars[k] & local or
+                            (vs_static(parts[k], dynamic) and part_vars[k] <= inside))
+            moved.update(k for k in taking if part_vars[k] & local)
+            windows.append((a, b, local, taking))
+    if not windows:
         return [method]
-    gone = {v for i in replaced for v in named_by[i] - set(replaced[i][0].args)}
+    windows.sort()
+    made: list[MethodDef] = []
+    subtasks: list[Call] = []
+    gone: set[str] = set()
+    at = 0
+    for a, b, local, taking in windows:
+        subtasks.extend(method.subtasks[at:a])
+        inside = list(dict.fromkeys(v for c in method.subtasks[a:b + 1] for v in call_vars(c)))
+        name = f"{method.name}{PART}{a}"
+        task = Call(name, tuple(v for v in inside if v not in local))
+        pre: Sexp = ("and", *(parts[k] for k in taking)) if taking else ()
+        params: Typed = tuple((v, types[v]) for v in inside)
+        made.extend(split_method(MethodDef(f"{name}_m", params, task, pre, method.subtasks[a:b + 1]),
+                                 dynamic))  # unordered: one subtask
+        subtasks.append(task)
+        gone |= local
+        at = b + 1
+    subtasks.extend(method.subtasks[at:])
     rest = [parts[k] for k in range(len(parts)) if k not in moved]
     top = replace(method, params=tuple(p for p in method.params if p[0] not in gone),
-                  pre=("and", *rest) if rest else (),
-                  subtasks=tuple(replaced[i][0] if i in replaced else c
-                                 for i, c in enumerate(method.subtasks)))
-    return [top, *(m for _, m in replaced.values())]
+                  pre=("and", *rest) if rest else (), subtasks=tuple(subtasks))
+    return [top, *made]
 
 
 def split(domain: HddlDomain, problem: HddlProblem) -> tuple[HddlDomain, HddlProblem]:
