@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -328,15 +329,21 @@ class Grounder:
                     joined.append(((var,), only))
         joined_vars = [{t for t in terms if t.startswith("?")} for terms, _ in joined]
 
-        def consistent(binding: dict[str, str], fresh: set[str]) -> bool:
-            for node, vs, literal in parts:
-                if vs & fresh and vs <= binding.keys() and (
-                        self.formula(node, binding) if literal is None
+        Checks = tuple[list[tuple[Sexp, Literal | None]], list[tuple[Sequence[str], Relation]]]
+
+        def checks(bound: AbstractSet[str], fresh: set[str]) -> Checks:
+            """The conjuncts and relations that binding ``fresh`` (with ``bound`` already bound)
+            completes: the ones to test then (the same for every row a relation yields)."""
+            return ([(node, literal) for node, vs, literal in parts if vs & fresh and vs <= bound],
+                    [r for r, vs in zip(joined, joined_vars) if vs & fresh and vs <= bound])
+
+        def consistent(binding: dict[str, str], tests: Checks) -> bool:
+            for node, literal in tests[0]:
+                if (self.formula(node, binding) if literal is None
                         else self.ground_literal(literal, binding)) is False:
                     return False
-            for (terms, relation), vs in zip(joined, joined_vars):
-                if vs & fresh and vs <= binding.keys() and \
-                        tuple(binding.get(t, t) for t in terms) not in relation.rows:
+            for terms, relation in tests[1]:
+                if tuple(binding.get(t, t) for t in terms) not in relation.rows:
                     return False
             return True
 
@@ -363,12 +370,15 @@ class Grounder:
             if best is None:
                 var = min(open_, key=lambda v: len(self.objects.of(types.get(v, (OBJECT,)))))
                 best = [{var: o} for o in self.objects.of(types.get(var, (OBJECT,)))]
+            tests: Checks | None = None
             for extra in best:
                 merged = {**binding, **extra}
-                if consistent(merged, set(extra)):
+                if tests is None:  # every row binds the same parameters
+                    tests = checks(merged.keys(), set(extra))
+                if consistent(merged, tests):
                     yield from extend(merged)
 
-        if consistent({}, set()):
+        if consistent({}, checks(set(), set())):
             yield from extend({})
 
     def matches(self, terms: Sequence[str], relation: Relation, binding: dict[str, str],
@@ -714,8 +724,9 @@ class Grounder:
             -> Iterator[tuple[str, dict[str, Any], tuple[str, ...]]]:
         """The method's instances whose every subtask has an instance already: name, document
         and the ground arguments of the task it achieves."""
-        relations = [(self.projected(c.name, c.args), self.instances.setdefault(c.name, Relation()))
-                     for c in definition.subtasks]
+        relations: list[tuple[Sequence[str], Relation]] = [
+            (self.projected(c.name, c.args), self.instances.setdefault(c.name, Relation()))
+            for c in definition.subtasks]
         if root is None:
             relations += self.pattern_relations(definition)
         tried = self.tried.setdefault(id(definition), set())  # a binding's verdict never changes

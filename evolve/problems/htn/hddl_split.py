@@ -148,11 +148,11 @@ def split_method(method: MethodDef, dynamic: set[str]) -> list[MethodDef]:
     at = 0
     for a, b, local, taking in windows:
         subtasks.extend(method.subtasks[at:a])
-        inside = list(dict.fromkeys(v for c in method.subtasks[a:b + 1] for v in call_vars(c)))
+        used = list(dict.fromkeys(v for c in method.subtasks[a:b + 1] for v in call_vars(c)))
         name = f"{method.name}{PART}{a}"
-        task = Call(name, tuple(v for v in inside if v not in local))
+        task = Call(name, tuple(v for v in used if v not in local))
         pre: Sexp = ("and", *(parts[k] for k in taking)) if taking else ()
-        params: Typed = tuple((v, types[v]) for v in inside)
+        params: Typed = tuple((v, types[v]) for v in used)
         made.extend(split_method(MethodDef(f"{name}_m", params, task, pre, method.subtasks[a:b + 1]),
                                  dynamic))  # unordered: one subtask
         subtasks.append(task)
