@@ -1,24 +1,26 @@
 """Splitting a method's local parameters off into a task of their own, before grounding.
 
-A method parameter that only one subtask names (and no other subtask, nor the method's task) is a
-choice that matters to that subtask alone; ground as the method's, it multiplies the method's
-instances by its objects, once for every other such parameter of every other subtask
-(Woodworking's ``method16``: twelve parameters, the product of five subtask's choices;
+A method parameter that only a run of consecutive subtasks names (no other subtask, nor the
+method's task) is a choice that matters to that run alone; ground as the method's, it multiplies
+the method's instances by its objects, once for every other such parameter of every other run
+(Woodworking's ``method16``: twelve parameters, the product of three subtasks' choices;
 Childsnack's ``m0_serve``: the bread and the filling of one sandwich times every tray; the
 initial task network of Woodworking: three free parameters per part, the product over all
-parts). Lifted planners bind such a parameter when the subtask is reached; a grounder can do the
-same by giving the subtask a task of its own: ``M~partI`` over the subtask's other parameters,
-with one method that binds the local ones and holds the precondition's conjuncts about them. The
-instances then add up instead of multiplying.
+parts). Lifted planners bind such a parameter when the run is reached; a grounder can do the
+same by giving the run a task of its own: ``M~partI`` (I: the run's first subtask) over the
+run's other parameters, with one method that binds the local ones and holds the precondition's
+conjuncts about them. The instances then add up instead of multiplying.
 
 A conjunct that names a local parameter moves with it; that is only sound where it is tested in
-the same state: when the subtask is the method's first (a total order), or when the conjunct
-reads only static predicates (those no action changes). A parameter that a conjunct ties to
-another subtask's parameters, or whose conjunct cannot move, stays the method's.
+the same state: when the run starts the method (a total order), or when the conjunct reads only
+static predicates (those no action changes). A parameter that a conjunct ties to parameters
+outside the run, or whose conjunct cannot move, stays the method's. The static conjuncts about
+the run's other parameters are copied into its method too, so that its instances are joined as
+narrowly as the method's were.
 
-The split is invisible in plans: :func:`evolve.problems.htn.hddl_plans.ipc_plan` hands the
-subtask's decomposition to the method itself, so the competition's verifiers see the domain's
-own methods.
+The split is invisible in plans: :func:`evolve.problems.htn.hddl_plans.ipc_plan` puts a run's
+decomposition back into its method, so the competition's verifiers see the domain's own
+methods; and the planner counts a split task as no level of nesting (``max_depth``).
 """
 
 from __future__ import annotations
