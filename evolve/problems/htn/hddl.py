@@ -630,7 +630,7 @@ class Grounder:
         join then makes only the method instances of a reachable task (:meth:`instantiate`),
         which :meth:`reachable` would otherwise drop after they were made (Depots p22: 110,080
         instances of ``m3_do_put_on`` for every crate and surface, where the network asks for
-        17 pairs). A task with more than :data:`MAX_PATTERNS` patterns keeps one that matches
+        18 pairs). A task with more than :data:`MAX_PATTERNS` patterns keeps one that matches
         every instance."""
         patterns: dict[str, dict[tuple[str | None, ...], None]] = {}
         by_task: dict[str, list[MethodDef]] = {}
