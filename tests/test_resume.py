@@ -52,8 +52,8 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("main", [MAIN, EVERY_GENERATION], ids=["default-interval", "every-generation"])
-@pytest.mark.parametrize("after", [3, 40])
+@pytest.mark.parametrize(("after", "main"), [(3, MAIN), (40, EVERY_GENERATION)],
+                         ids=["early-default-interval", "late-every-generation"])
 def test_sigkill_then_resume_is_identical(uninterrupted: Path, tmp_path: Path, after: int, main: str) -> None:
     folder = tmp_path / "run"
     proc = subprocess.Popen(evolve_cmd(*ARGS, "--out", str(folder), main=main),

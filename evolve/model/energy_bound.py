@@ -15,13 +15,19 @@ import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, linprog, milp
 from scipy.sparse import csr_matrix
 
 from evolve.model.problem import Problem, Tool
 from evolve.model.sparse_rows import SparseRows
+
+if TYPE_CHECKING:
+    from scipy.optimize import OptimizeResult
+
+# scipy.optimize takes about 0.65 s to import: it is loaded by the functions that solve a
+# bound, not by every command that imports this module (evolve pending, validate, ...).
 
 SLOTS = "max_parallel"
 """The name the ``max_parallel`` slots go by among the resources of an energy argument."""
@@ -275,6 +281,8 @@ def solve_lp(model: EnergyModel) -> tuple[float, str]:
     (``inf`` when the relaxation is infeasible: then no plan is)."""
     if not model.feasible:
         return math.inf, "cover"
+    from scipy.optimize import linprog
+
     value, label = float(model.bounds[-1][0]), "critical-path"
     for _ in range(MAX_ROUNDS):
         if not model.upper:
@@ -321,6 +329,8 @@ def solve_mip(model: EnergyModel, seconds: float) -> tuple[float, str, list[int]
     the best integral solution found (empty when none was)."""
     if not model.feasible:
         return math.inf, "cover", []
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
     n = model.n
     lower = np.array([b[0] for b in model.bounds])
     upper = np.array([b[1] for b in model.bounds])
@@ -359,6 +369,8 @@ def solve_work(model: EnergyModel, resource: str, seconds: float) -> tuple[float
     solution."""
     if not model.feasible:
         return math.inf, []
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
     n = model.n
     keep = [r for r, label in enumerate(model.labels) if label == "cover"]
     lower = np.array([b[0] for b in model.bounds[:n]])

@@ -33,7 +33,6 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from evolve.model.energy_bound import EnergyModel, proven
 from evolve.model.problem import Problem, Tool
@@ -112,6 +111,8 @@ def solve_path(problem: Problem, tools: Sequence[Tool], energy: EnergyModel, hea
         upper[col] = max(big, lower[col])
     if lower[n] > upper[n]:
         return big, "horizon"
+    from scipy.optimize import Bounds, LinearConstraint, milp  # loaded here: see energy_bound
+
     integrality = np.zeros(width)
     integrality[:n] = 1
     integrality[end0 + n + len(facts):] = 1
