@@ -18,7 +18,7 @@ from evolve.cli.main import cli
 from evolve.run.checkpoint import Writer, checkpointed_generation
 
 REFUND = Path(__file__).resolve().parent.parent / "examples" / "refund.yaml"
-ARGS = ["--generations", "150", "--population", "16", "--keep", "6", "--seed", "11", "--jobs", "1"]
+ARGS = ["--generations", "70", "--population", "16", "--keep", "6", "--seed", "11", "--jobs", "1"]
 
 
 MAIN = "from evolve.cli.main import main; main()"
@@ -115,7 +115,7 @@ def test_ctrl_c_stops_cleanly_with_a_checkpoint(uninterrupted: Path, tmp_path: P
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert "--resume" in err and "Traceback" not in err
-    assert 5 <= stopped_by_ctrl_c(folder) < 150
+    assert 5 <= stopped_by_ctrl_c(folder) < 70
     resumes_as_never_stopped(folder, uninterrupted)
 
 
@@ -167,7 +167,7 @@ SWALLOWED = (
 def test_ctrl_c_that_lands_in_a_finalizer_still_stops_the_run(tmp_path: Path) -> None:
     """An interrupt that Python cannot raise where it lands (here inside a ``__del__``, as
     happens in a collection or a ctypes callback) is swallowed; the run still stops at the end
-    of that generation, exit 130 with a checkpoint, rather than run its 150 generations out
+    of that generation, exit 130 with a checkpoint, rather than run its 70 generations out
     (which it did: seen as a flaky Ctrl-C test exiting 0)."""
     folder = tmp_path / "run"
     interrupted(folder, SWALLOWED)
