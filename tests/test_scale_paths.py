@@ -119,7 +119,7 @@ def rescanned_crossover(problem: Problem, a: Plan, b: Plan, rng: np.random.Gener
     return plan.with_tasks(plan.tasks)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.data())
 def test_crossover_on_any_plans_is_the_rescanning_walk_of_every_sub_plan(data: st.DataObject) -> None:
     """Also on generated problems and plans: crossover, which walks a criterion's sub-plan only

@@ -107,19 +107,19 @@ def assert_same(problem: Problem, plan: Plan) -> None:
         assert list(kernel.to_dict().items()) == list(oracle.to_dict().items())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(instances())
 def test_kernel_equals_reference_on_random_plans(instance: tuple[Problem, Plan]) -> None:
     assert_same(*instance)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(wide_instances())
 def test_kernel_equals_reference_on_wide_plans(instance: tuple[Problem, Plan]) -> None:
     assert_same(*instance)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(cases())
 def test_kernel_equals_reference_on_generated_problems(case: tuple[Problem, Plan]) -> None:
     assert_same(*case)
