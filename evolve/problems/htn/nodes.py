@@ -54,6 +54,9 @@ class Node:
     steps: tuple[Step, ...]
     choices: tuple[Choice, ...]
     applied: Applied = None
+    recent: frozenset[str] = frozenset()
+    """The compound tasks decomposed since the last primitive step on this branch (the state
+    has not changed since): one of them met again is a recursion that made no progress."""
 
 
 def network_key(node: Node) -> tuple[tuple[object, tuple[str, ...]], tuple[int, ...]]:

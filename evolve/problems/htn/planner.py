@@ -147,6 +147,11 @@ class Planner:
         self.deepest: tuple[int, str] = (-1, "")
         self.limit = domain.max_depth
         self.cut = False
+        self.repeats = False
+        """Whether a compound task met again before any step since it was decomposed is cut
+        (the first plan's depth-first phase: see :meth:`plan`)."""
+        self.pruned = False
+        """Whether the last search cut such a repeat (so its exhaustion proves nothing)."""
         self.by_task: dict[str, tuple[Method, ...]] = {}
         for method in domain.methods:
             self.by_task[method.task] = (*self.by_task.get(method.task, ()), method)
@@ -194,9 +199,13 @@ class Planner:
                                    use_fallback=True, max_nodes=total, first_depth=first_depth)
             # the first plan: the domain's order depth-first for a while (cheap per node, and what a
             # small domain needs), then the heuristic search with what is left
-            quick = self.search(root, start, {}, None, use_fallback=True,
-                                max_nodes=min(total, max(defaults.HTN_DEPTH_FIRST_NODES,
-                                                         total // defaults.HTN_DEPTH_FIRST_SHARE)))
+            self.repeats = True
+            try:
+                quick = self.search(root, start, {}, None, use_fallback=True,
+                                    max_nodes=min(total, max(defaults.HTN_DEPTH_FIRST_NODES,
+                                                             total // defaults.HTN_DEPTH_FIRST_SHARE)))
+            finally:
+                self.repeats = False
             if isinstance(quick, Decomposition) or not quick.exhausted or quick.nodes >= total \
                     or quick.reason == "seconds":
                 return quick
@@ -228,8 +237,8 @@ class Planner:
                 if isinstance(outcome, Decomposition):
                     return replace(outcome, nodes=used, limit=limit)
                 last = outcome
-                if outcome.reason in ("no-plan", "seconds"):  # no plan, or no time left
-                    return replace(outcome, nodes=used)
+                if outcome.reason in ("no-plan", "seconds") or (outcome.reason == "depth" and not self.cut):
+                    return replace(outcome, nodes=used)  # no plan (but for repeats cut), or no time left
                 if outcome.reason == "depth":  # exhausted within this limit: close it
                     limits = [x for x in limits if x > limit]
                 elif not self.cut:  # the budget ran out before the depth mattered
@@ -328,6 +337,7 @@ class Planner:
         self.deepest = (-1, "")
         self.limit = limit
         self.cut = False
+        self.pruned = False
 
     def out_of_budget(self, nodes: int) -> NoPlan:
         """The outcome of a search that spent its node budget (``nodes``) before finishing."""
@@ -343,7 +353,7 @@ class Planner:
     def exhausted(self, nodes: int) -> NoPlan:
         """The outcome of a search whose open nodes ran out after ``nodes``: ``depth`` when the
         depth limit cut a branch (a plan may lie deeper), else ``no-plan``."""
-        if self.cut:
+        if self.cut or self.pruned:
             return NoPlan("depth", self.deepest[1] or "nothing tried", nodes, self.domain.max_depth)
         return NoPlan("no-plan", self.deepest[1] or f"nothing decomposes {self.domain.goal!r}", nodes)
 
@@ -367,11 +377,15 @@ class Planner:
             if self.guard(self.op_checks, operator.name, operator.pre, node.state):
                 step = Step(operator.name, task.path, task.trail)
                 yield Node(task.rest, operator.effects.apply(node.state), (*node.steps, step), node.choices,
-                           node.applied)
+                           node.applied)  # a step: nothing recent
             elif len(node.steps) > self.deepest[0]:
                 failing = first_failing(operator.pre, node.state)
                 self.blocked(node, f"{operator.name} needs {show(failing or operator.pre)} "
                                    f"(at {task.path})")
+            return
+        if self.repeats and task.name in node.recent:
+            self.pruned = True
+            self.blocked(node, f"{task.name} is decomposed again before any step (at {task.path})")
             return
         methods = self.methods(task.name)
         applicable = False
@@ -486,7 +500,8 @@ class Planner:
             if method.unordered and size > 1:
                 made.append(Choice(order_key, tuple(order), size))
             yield Node(rest, node.state, node.steps, (*node.choices, *made),
-                       ((task.path, task.name, method.name), node.applied))
+                       ((task.path, task.name, method.name), node.applied),
+                       node.recent | {task.name} if self.repeats else node.recent)
 
     def orders(self, key: str, size: int, unordered: bool, prefs: Mapping[str, ChoiceValue],
                chooser: Chooser | None) -> Iterator[tuple[int, ...]]:
