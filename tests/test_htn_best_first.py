@@ -77,3 +77,18 @@ def test_a_classical_style_problem_the_depth_first_search_missed_gets_a_verified
     assert isinstance(outcome, Decomposition) and outcome.nodes < depth_first + 20_000
     verdict = verify(*read_files(domain_file, problem_file), ipc_plan(domain, outcome))
     assert verdict.faults == []
+
+
+@pytest.mark.skipif(not IPC.is_dir(), reason=f"the IPC 2020 HTN problems are not at {IPC}")
+def test_hiking_recursions_that_make_no_progress_are_cut_in_the_depth_first_phase() -> None:
+    """Hiking p04: trip_to2 splits a trip at a ``?mid`` place first in file order, and the split's
+    first half is the same trip again before any step; nested to the depth limit that took 53,807
+    nodes to a first plan, cut at once it takes under 10,000."""
+    domain_file = IPC / "Hiking" / "domain.hddl"
+    problem_file = IPC / "Hiking" / "p04.hddl"
+    domain = htn_problem_from_dict(hddl_document(str(domain_file), str(problem_file), None, None),
+                                   str(problem_file)).htn()
+    outcome = Planner(domain).plan()
+    assert isinstance(outcome, Decomposition) and outcome.nodes < 10_000
+    verdict = verify(*read_files(domain_file, problem_file), ipc_plan(domain, outcome))
+    assert verdict.faults == []

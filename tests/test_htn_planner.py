@@ -186,6 +186,38 @@ def test_a_loop_without_a_base_case_is_proven_endless_by_the_relaxation() -> Non
     assert outcome.nodes <= depth_first + 1 and "relaxed problem" in outcome.blocked
 
 
+def test_the_first_plan_cuts_a_recursion_that_makes_no_progress() -> None:
+    # "around" comes first and recurses before any step: depth-first in file order used to nest
+    # it to the depth limit and come back with one tick per level; the task met again before any
+    # step is cut, so the base case is the first plan
+    domain, _ = domain_from_dict(doc(
+        goal="go", max_depth=40, operators={"tick": {"duration": 1}},
+        methods={"around": {"task": "go", "subtasks": ["go", "tick"]},
+                 "base": {"task": "go", "subtasks": ["tick"]}}))
+    outcome = Planner(domain).plan()
+    assert isinstance(outcome, Decomposition) and [s.operator for s in outcome.steps] == ["tick"]
+    assert outcome.nodes < 10
+    decoded = Planner(domain).plan(outcome.genome)  # a decode keeps every way open
+    assert isinstance(decoded, Decomposition) and replay(domain, decoded.steps) == []
+
+
+def test_a_cut_repeat_proves_nothing_so_the_search_goes_on() -> None:
+    # the only plan recurses once before its first step (go -> go tock -> tick tock): the repeat
+    # cut of the depth-first phase cannot find it, and its exhaustion must not be read as "no plan"
+    domain, _ = domain_from_dict(doc(
+        goal="main", max_depth=40,
+        operators={"tick": {"duration": 1, "effects": {"set": {"ready": True}}},
+                   "tock": {"duration": 1, "pre": [{"has": "ready"}], "effects": {"set": {"done": True}}},
+                   "finish": {"duration": 1, "pre": [{"has": "done"}]}},
+        methods={"main": {"task": "main", "subtasks": ["go", "finish"]},
+                 "twice": {"task": "go", "subtasks": ["go", "tock"]},
+                 "once": {"task": "go", "subtasks": ["tick"]}}))
+    outcome = Planner(domain).plan()
+    assert isinstance(outcome, Decomposition), outcome
+    assert [s.operator for s in outcome.steps] == ["tick", "tock", "finish"]
+    assert replay(domain, outcome.steps) == []
+
+
 def test_a_domain_without_a_plan_is_refused_by_run(tmp_path: Path) -> None:
     path = tmp_path / "loop.yaml"
     path.write_text(yaml.safe_dump(doc(goal="loop", operators={"tick": {"duration": 1}},

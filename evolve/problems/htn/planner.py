@@ -252,7 +252,7 @@ class Planner:
         """Depth-first search with compound tasks nested at most ``limit`` deep, at most
         ``budget`` nodes, and a node dominated by one seen before not searched again."""
         self.reset(limit)
-        seen: dict[tuple[object, tuple[str, ...]], tuple[int, ...]] = {}
+        seen: dict[tuple[object, tuple[str, ...]], tuple[tuple[int, ...], frozenset[str]]] = {}
         stack: list[Iterator[Node]] = [iter([Node(root, state, (), ())])]
         nodes = 0
         while stack:
@@ -268,13 +268,14 @@ class Planner:
             if nodes % CLOCK_EVERY == 1 and self.past_deadline():
                 return self.out_of_time(nodes)
             key, depths = network_key(node)
-            before = seen.get(key)
-            if before is not None and len(before) == len(depths) and \
+            before, cut_before = seen.get(key, ((), node.recent))
+            # met before with at least as much depth left and no more repeats cut below it
+            if before and len(before) == len(depths) and cut_before <= node.recent and \
                     all(b <= d for b, d in zip(before, depths)):
                 self.blocked(node, "every way on returns to a state and task network already "
                                    f"searched (a cycle, at {node.pending.path})")
                 continue  # met before with at least as much depth left: nothing new below
-            seen[key] = depths
+            seen[key] = depths, node.recent
             stack.append(self.expand(node, prefs, chooser, use_fallback))
         return self.exhausted(nodes)
 
