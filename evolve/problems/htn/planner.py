@@ -13,8 +13,8 @@ state, same tasks, none of them with less depth left) is not searched twice, so
 recursive methods cannot loop. In the first plan's depth-first phase a compound task met again
 before any step since it was decomposed on the branch is cut too (a recursion that made no
 progress: Hiking's ``trip_to2`` splits a trip whose first half is the same trip); such a cut
-may cut a plan, so it makes the phase's exhaustion prove nothing. How deep compound tasks may nest is not one fixed
-limit but a portfolio, as in iterative deepening with restarts: limits from
+may cut a plan, so it makes the phase's exhaustion prove nothing. How deep compound tasks may
+nest is not one fixed limit but a portfolio, as in iterative deepening with restarts: limits from
 :data:`FIRST_DEPTH` growing up to ``max_depth``, each run in turn with a node
 cap that grows every cycle. A shallow limit finds short plans and stops a
 recursive method from wandering; a deep one finds the plans only deep nesting
