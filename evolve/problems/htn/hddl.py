@@ -44,6 +44,7 @@ from evolve.problems.htn.hddl_formulas import (
 )
 from evolve.problems.htn.hddl_objects import Objects
 from evolve.problems.htn.hddl_relation import Relation
+from evolve.problems.htn.hddl_relevance import Patterns, pattern_relations, relevant, wanted
 from evolve.problems.htn.hddl_split import split
 from evolve.problems.htn.hddl_syntax import (
     OBJECT,
@@ -145,9 +146,9 @@ class Grounder:
         self.tried: dict[int, set[tuple[str, ...]]] = {}  # by id of a method definition (kept by the domain)
         self.kept: dict[str, tuple[int, ...]] = {}
         """An action's parameter positions its instances keep, when a precondition leaves some open."""
-        self.patterns: dict[str, dict[tuple[int, ...], set[tuple[str, ...]]]] | None = None
-        """The compound task instances the initial task network can reach (:meth:`relevant`), by
-        task: for each set of positions known, the values there; None in the reference."""
+        self.patterns: Patterns | None = None
+        """The compound task instances the initial task network can reach (``hddl_relevance``),
+        by task: for each set of positions known, the values there; None in the reference."""
 
     def fail(self, message: str) -> InputError:
         return InputError(self.source, "", message)
@@ -559,7 +560,7 @@ class Grounder:
                             "classical planning, not HTN)")
         self.relax()
         if not self.reference:
-            self.patterns = self.relevant(problem.network)
+            self.patterns = relevant(self.domain, self.objects, problem.network)
         goal = self.formula(problem.goal, {})
         if goal is False:
             raise InfeasibleProblem(f"{self.source}: no plan: the goal can never hold (it needs a "
@@ -623,96 +624,6 @@ class Grounder:
                         "goal": ROOT_TASK, "operators": operators,
                         "methods": {n: methods[n] for n in order}}}
 
-    def relevant(self, network: MethodDef) -> dict[str, dict[tuple[int, ...], set[tuple[str, ...]]]]:
-        """The compound task instances reachable top-down from the initial task network, as
-        patterns: a task's arguments with None where the method that calls it leaves a
-        parameter to be bound below (preconditions ignored, so a superset). The bottom-up
-        join then makes only the method instances of a reachable task (:meth:`instantiate`),
-        which :meth:`reachable` would otherwise drop after they were made (Depots p22: 110,080
-        instances of ``m3_do_put_on`` for every crate and surface, where the network asks for
-        18 pairs). A task with more than :data:`MAX_PATTERNS` patterns keeps one that matches
-        every instance."""
-        patterns: dict[str, dict[tuple[str | None, ...], None]] = {}
-        by_task: dict[str, list[MethodDef]] = {}
-        for definition in self.domain.methods:
-            by_task.setdefault(definition.task.name, []).append(definition)
-        todo: list[tuple[str, tuple[str | None, ...]]] = []
-
-        def reach(definition: MethodDef, binding: Mapping[str, str]) -> None:
-            for call in definition.subtasks:
-                if call.name in self.domain.actions:
-                    continue
-                pattern = tuple(binding.get(a) if a.startswith("?") else a for a in call.args)
-                known = patterns.setdefault(call.name, {})
-                anything = (None,) * len(pattern)
-                if pattern in known or anything in known:
-                    continue
-                if len(known) >= MAX_PATTERNS:
-                    known.clear()
-                    pattern = anything
-                known[pattern] = None
-                todo.append((call.name, pattern))
-
-        reach(network, {})
-        while todo:
-            task, pattern = todo.pop()
-            if pattern not in patterns[task]:
-                continue  # replaced by the pattern that matches everything
-            for definition in by_task.get(task, ()):
-                if len(definition.task.args) != len(pattern):
-                    continue
-                types = dict(definition.params)
-                binding: dict[str, str] = {}
-                for term, value in zip(definition.task.args, pattern):
-                    if value is None:
-                        continue
-                    if not term.startswith("?"):
-                        if term != value:
-                            break
-                    elif binding.setdefault(term, value) != value or \
-                            (term in types and not self.objects.is_a(value, types[term])):
-                        break
-                else:
-                    reach(definition, binding)
-        out: dict[str, dict[tuple[int, ...], set[tuple[str, ...]]]] = {}
-        for task, known in patterns.items():
-            by_mask = out.setdefault(task, {})
-            for pattern in known:
-                mask = tuple(i for i, v in enumerate(pattern) if v is not None)
-                by_mask.setdefault(mask, set()).add(tuple(str(pattern[i]) for i in mask))
-        return out
-
-    def wanted(self, task: str, args: tuple[str, ...]) -> bool:
-        """Whether the initial task network can reach the task instance (see :meth:`relevant`)."""
-        if self.patterns is None:
-            return True
-        return any(tuple(args[i] for i in mask) in rows for mask, rows in self.patterns.get(task, {}).items())
-
-    def pattern_relations(self, definition: MethodDef) -> list[tuple[Sequence[str], Relation]]:
-        """Relations over the method's task terms that every reachable instance of its task
-        meets, for the join: the known values, when all the task's patterns know the same
-        positions, else the values each position always known may take."""
-        if self.patterns is None:
-            return []
-        by_mask = self.patterns.get(definition.task.name, {})
-        terms = definition.task.args
-        if len(by_mask) == 1:
-            [(mask, rows)] = by_mask.items()
-            if not mask:
-                return []
-            relation = Relation()
-            for row in sorted(rows):
-                relation.add(row)
-            return [(tuple(terms[i] for i in mask), relation)]
-        always = set(range(len(terms))).intersection(*map(set, by_mask))
-        out: list[tuple[Sequence[str], Relation]] = []
-        for i in sorted(always):
-            relation = Relation()
-            for value in sorted({row[mask.index(i)] for mask, rows in by_mask.items() for row in rows}):
-                relation.add((value,))
-            out.append(((terms[i],), relation))
-        return out
-
     def projected(self, name: str, args: tuple[str, ...]) -> tuple[str, ...]:
         """A call's arguments at the positions its action's instances keep (see :meth:`relax`)."""
         kept = self.kept.get(name)
@@ -728,7 +639,7 @@ class Grounder:
             (self.projected(c.name, c.args), self.instances.setdefault(c.name, Relation()))
             for c in definition.subtasks]
         if root is None:
-            relations += self.pattern_relations(definition)
+            relations += pattern_relations(self.patterns, definition)
         tried = self.tried.setdefault(id(definition), set())  # a binding's verdict never changes
         for binding in self.bindings(definition.params, definition.pre, relations):
             values = tuple(binding[v] for v, _ in definition.params)
@@ -745,7 +656,7 @@ class Grounder:
         never apply (a false precondition, an action that can never apply) or that the initial
         task network never reaches."""
         args = tuple(self.term(a, binding) for a in definition.task.args)
-        if root is None and not self.wanted(definition.task.name, args):
+        if root is None and not wanted(self.patterns, definition.task.name, args):
             return None
         pre = self.pre_doc(definition.pre, frozenset(v for v, _ in definition.params), binding)
         if pre is None:
@@ -784,9 +695,6 @@ class Grounder:
 
 
 INFINITE = 10 ** 9
-MAX_PATTERNS = 20_000
-"""The most patterns :meth:`Grounder.relevant` keeps for one task before it keeps one that
-matches every instance (the top-down pass stays small whatever the domain)."""
 
 
 def cheapest(methods: Mapping[str, dict[str, Any]], tasks: Mapping[str, list[str]],
