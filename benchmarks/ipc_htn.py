@@ -19,9 +19,14 @@ seconds and the best length any entrant found.
 Per domain: coverage of evolve, and of HyperTensioN and Lilotane counting only their runs
 within the same T seconds, and the IPC 2023 quality score (best known length / evolve's
 length, the best known including evolve's, so at most 1; 0 when unsolved), summed and as a
-mean. The last lines check the issue's targets. Usage::
+mean. The last lines check the issue's targets. ``--jobs N`` runs N problems side by side, each
+pinned to a core of its own (the wall limit stays per problem; the machine should be idle
+otherwise); ``--log FILE`` appends every result as a JSON line, and a later run with the same
+log and time limit takes those rows instead of running them again, so a stopped benchmark
+resumes. Usage::
 
-    python benchmarks/ipc_htn.py ../shared/data/ipc2020-htn/total-order --every 3 --timeout 60
+    python benchmarks/ipc_htn.py ../shared/data/ipc2020-htn/total-order --every 3 --timeout 60 \
+        --jobs 2 --log ipc60.jsonl
 """
 
 from __future__ import annotations
@@ -29,13 +34,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,30 +109,37 @@ def problems(folder: Path, every: int | None, n: int | None) -> list[tuple[Path,
     return out
 
 
-def run(domain_file: Path, problem_file: Path, timeout: float, workdir: Path) -> dict[str, Any]:
-    """``evolve run`` on one problem, killed at ``timeout`` seconds; its plan verified."""
+def run(domain_file: Path, problem_file: Path, timeout: float, workdir: Path,
+        core: int | None = None) -> dict[str, Any]:
+    """``evolve run`` on one problem, killed at ``timeout`` seconds; its plan verified. ``core``
+    pins the run to that processor, so that runs side by side (``--jobs``) have one core each."""
     out = workdir / f"{problem_file.parent.name}-{problem_file.stem}"
     command = [sys.executable, "-m", "evolve", "run", str(domain_file), str(problem_file), "--jobs", "1",
                "--max-seconds", f"{timeout:g}", "--generations", "1000000", "--out", str(out),
                "--force", "--no-report", "--json"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    pin = None if core is None else (lambda: os.sched_setaffinity(0, {core}))
+    errors = workdir / f"{out.name}.stderr"
     began = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                             start_new_session=True)
+    with errors.open("wb") as sink:
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=sink, env=env,
+                                 start_new_session=True, preexec_fn=pin)
     first: float | None = None
-    while child.poll() is None and time.perf_counter() - began < timeout:
+    # os.wait4, not Popen.poll: the rusage of this child alone, with other runs side by side
+    pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+    while pid == 0 and time.perf_counter() - began < timeout:
         if first is None and (out / "best.ipc").exists():
             first = time.perf_counter() - began
         time.sleep(0.02)
-    killed = child.poll() is None
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+    killed = pid == 0
     if killed:
         os.killpg(child.pid, signal.SIGKILL)
-    child.wait()
+        pid, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - began
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
-    stderr = child.stderr.read().decode(errors="replace") if child.stderr else ""
+    cpu = usage.ru_utime + usage.ru_stime
+    stderr = errors.read_text(errors="replace")
     row: dict[str, Any] = {"seconds": seconds, "cpu": cpu, "killed": killed, "exit": child.returncode,
                            "first": first, "valid": None, "length": None, "why": ""}
     if not (out / "best.ipc").exists():
@@ -163,6 +176,11 @@ def main() -> None:
     parser.add_argument("--domains", nargs="*", default=None, help="Only these domain folders.")
     parser.add_argument("--results", type=Path, default=None,
                         help="The competition's results folder (default: DIR/../results).")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="Problems run side by side, each pinned to its own core (default 1).")
+    parser.add_argument("--log", type=Path, default=None,
+                        help="A JSON-lines file every result is appended to; problems already in "
+                             "it (same timeout) are not run again, so a stopped benchmark resumes.")
     args = parser.parse_args()
     if args.every is None and args.n is None:
         args.n = 3
@@ -170,33 +188,64 @@ def main() -> None:
     folders = sorted(p for p in args.dir.iterdir() if p.is_dir() and (args.domains is None
                                                                        or p.name in args.domains))
     limit = args.timeout
-    print(f"{limit:g} s wall per problem, one core (cpu s: the run's processor seconds, "
-          f"less than the wall's on a loaded machine); results: "
-          f"{'the competition (IPC 2020)' if table else 'none found'}")
+    done = logged(args.log, limit)
+    print(f"{limit:g} s wall per problem, one core each, {args.jobs} side by side (cpu s: the run's "
+          f"processor seconds, less than the wall's on a loaded machine); results: "
+          f"{'the competition (IPC 2020)' if table else 'none found'}"
+          + (f"; {len(done)} taken from {args.log}" if done else ""))
     print(f"{'domain':<24}{'problem':<26}{'first s':>8}{'cpu s':>7}{'len':>6}{'valid':>6}{'best':>6}"
           f"{'score':>6}{'HyperT s':>9}{'Lilot s':>8}  note")
-    rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="ipc_htn_") as work:
-        for folder in folders:
-            for domain_file, problem_file in problems(folder, args.every, args.n):
-                row = run(domain_file, problem_file, limit, Path(work))
-                known = lookup(table, folder.name, problem_file.name)
-                best = known.best if known else None
-                if row["length"] is not None and row["valid"]:
-                    top = row["length"] if best is None else min(best, row["length"])
-                    row["score"] = top / row["length"] if row["length"] else 1.0
-                else:
-                    row["score"] = 0.0
-                row.update(domain=folder.name, problem=problem_file.name, best=best,
-                           rivals={r: (known.seconds.get(r) if known else None) for r in RIVALS})
-                rows.append(row)
-                valid = {True: "y", False: "N", None: "-"}[row["valid"]]
-                print(f"{folder.name[:23]:<24}{problem_file.name[:25]:<26}{fmt(row['first'], '.2f'):>8}"
-                      f"{row['cpu']:>7.1f}{fmt(row['length']):>6}{valid:>6}{fmt(best):>6}{row['score']:>6.2f}"
-                      f"{fmt(row['rivals']['HyperTensioN'], '.2f'):>9}"
-                      f"{fmt(row['rivals']['Lilotane'], '.2f'):>8}"
-                      f"  {row['why']}", flush=True)
+    todo = [(folder, d, p) for folder in folders for d, p in problems(folder, args.every, args.n)]
+    cores = sorted(os.sched_getaffinity(0))
+    free = list(cores[:args.jobs]) if args.jobs > 1 else []
+    lock = threading.Lock()
+
+    def one(item: tuple[Path, Path, Path], work: Path) -> dict[str, Any]:
+        folder, domain_file, problem_file = item
+        if (folder.name, problem_file.name) in done:
+            row = done[folder.name, problem_file.name]
+        else:
+            with lock:
+                core = free.pop() if free else None
+            try:
+                row = run(domain_file, problem_file, limit, work, core)
+            finally:
+                if core is not None:
+                    with lock:
+                        free.append(core)
+            row.update(domain=folder.name, problem=problem_file.name, timeout=limit)
+            if args.log:
+                with lock, args.log.open("a") as log:
+                    log.write(json.dumps(row) + "\n")
+        known = lookup(table, folder.name, problem_file.name)
+        best = known.best if known else None
+        if row["length"] is not None and row["valid"]:
+            top = row["length"] if best is None else min(best, row["length"])
+            row["score"] = top / row["length"] if row["length"] else 1.0
+        else:
+            row["score"] = 0.0
+        row.update(best=best, rivals={r: (known.seconds.get(r) if known else None) for r in RIVALS})
+        valid = {True: "y", False: "N", None: "-"}[row["valid"]]
+        with lock:
+            print(f"{folder.name[:23]:<24}{problem_file.name[:25]:<26}{fmt(row['first'], '.2f'):>8}"
+                  f"{row['cpu']:>7.1f}{fmt(row['length']):>6}{valid:>6}{fmt(best):>6}{row['score']:>6.2f}"
+                  f"{fmt(row['rivals']['HyperTensioN'], '.2f'):>9}"
+                  f"{fmt(row['rivals']['Lilotane'], '.2f'):>8}"
+                  f"  {row['why']}", flush=True)
+        return row
+
+    with tempfile.TemporaryDirectory(prefix="ipc_htn_") as work, \
+            ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        rows = list(pool.map(lambda item: one(item, Path(work)), todo))
     summarize(rows, limit)
+
+
+def logged(log: Path | None, limit: float) -> dict[tuple[str, str], dict[str, Any]]:
+    """The rows of an earlier run's ``--log`` at the same time limit, by (domain, problem)."""
+    if log is None or not log.exists():
+        return {}
+    rows = (json.loads(line) for line in log.read_text().splitlines() if line.strip())
+    return {(r["domain"], r["problem"]): r for r in rows if r.get("timeout") == limit}
 
 
 def summarize(rows: list[dict[str, Any]], limit: float) -> None:
