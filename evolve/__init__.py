@@ -8,10 +8,11 @@ from evolve.fitness.evaluation import Evaluation, evaluate_plan
 from evolve.model.collector import settle_for_one_search
 from evolve.model.errors import EvolveError, InputError
 from evolve.model.expression import ExpressionError, parse_expression
-from evolve.model.files import load_plan, plan_from_dict, problem_from_dict
 from evolve.model.patch import apply_patch, diff_plans
 from evolve.model.plan import Plan, Ref, Task, parse_ref, plan_hash
+from evolve.model.plan_file import load_plan, plan_from_dict
 from evolve.model.problem import Limits, Policy, Problem, Tool
+from evolve.model.problem_file import problem_from_dict
 from evolve.model.validate import PlanError, plan_status, validate
 from evolve.problems import load_problem
 from evolve.problems.htn.planner import Planner as HTNPlanner

@@ -45,7 +45,8 @@ def runner(tools_file: str, imports: str = "", arguments: str = "") -> str:
 import os, signal, sys
 from pathlib import Path
 from evolve.execute import start_run
-from evolve.model.files import load_plan, read_problem
+from evolve.model.plan_file import load_plan
+from evolve.model.problem_file import read_problem
 {imports}
 point, target, out, folder = sys.argv[1:5]
 def hook(p, t):

@@ -15,8 +15,8 @@ from click.testing import CliRunner, Result
 from evolve.agent import History, PlanExecuteAgent
 from evolve.cli.main import cli
 from evolve.execute.tools import Call, ToolFailure, ToolFn
-from evolve.model.files import problem_from_dict
 from evolve.model.problem import Problem
+from evolve.model.problem_file import problem_from_dict
 
 
 def evolve(*args: str | Path) -> Result:

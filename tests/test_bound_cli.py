@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from evolve import load_problem, schedule
 from evolve.cli.main import cli
-from evolve.model.files import load_plan
+from evolve.model.plan_file import load_plan
 from evolve.problems.synthetic import generate_document
 
 ROOT = Path(__file__).resolve().parents[1]

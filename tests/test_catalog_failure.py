@@ -18,8 +18,9 @@ from evolve.execute import ToolFailure, resume_run, start_run
 from evolve.execute.records import Next
 from evolve.execute.replan import Proposal, Situation
 from evolve.model.errors import InputError
-from evolve.model.files import plan_from_dict, problem_from_dict, problem_to_dict
 from evolve.model.plan import FAILURE_POLICIES, FailurePolicy
+from evolve.model.plan_file import plan_from_dict
+from evolve.model.problem_file import problem_from_dict, problem_to_dict
 from evolve.search.chaining import construct
 from evolve.search.toolchoice import ToolChoice
 

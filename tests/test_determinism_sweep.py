@@ -21,8 +21,9 @@ import pytest
 from plugins.development import DiesInWorkers
 
 from evolve.fitness.registry import resolve_all
-from evolve.model.files import problem_from_dict, read_document
+from evolve.model.documents import read_document
 from evolve.model.problem import Problem
+from evolve.model.problem_file import problem_from_dict
 from evolve.problems import default_operators
 from evolve.problems.htn.hddl import read_hddl
 from evolve.problems.htn.problem import htn_problem_from_dict

@@ -13,9 +13,9 @@ import pytest
 
 from evolve.fitness.base import Context, as_fitness, fitness
 from evolve.fitness.registry import resolve_all
-from evolve.model.files import load_plan
 from evolve.model.patch import apply_patch
 from evolve.model.plan import Plan, plan_hash
+from evolve.model.plan_file import load_plan
 from evolve.model.problem import Problem
 from evolve.model.validate import validate
 from evolve.problems import load_problem

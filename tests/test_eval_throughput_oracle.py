@@ -32,10 +32,11 @@ from evolve.model.coverage import (
     duplicates,
     sound_tasks,
 )
-from evolve.model.files import plan_from_dict, problem_from_dict
 from evolve.model.graph import upstream
 from evolve.model.plan import Plan, Task
+from evolve.model.plan_file import plan_from_dict
 from evolve.model.problem import Problem, Tool
+from evolve.model.problem_file import problem_from_dict
 from evolve.model.validate import PlanError, may_collide, produced_by, validate, written_object
 
 SETTINGS = settings(max_examples=150, deadline=None,

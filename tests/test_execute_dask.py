@@ -17,7 +17,8 @@ distributed = pytest.importorskip("distributed")
 
 from evolve.execute import DaskDispatcher, start_run  # noqa: E402
 from evolve.execute.dispatch import Clock, Dispatcher, WallClock  # noqa: E402
-from evolve.model.files import plan_from_dict, problem_from_dict  # noqa: E402
+from evolve.model.plan_file import plan_from_dict  # noqa: E402
+from evolve.model.problem_file import problem_from_dict  # noqa: E402
 
 PROBLEM = {
     "name": "cluster",

@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from evolve.cli.main import cli
-from evolve.model.files import load_plan, read_problem
+from evolve.model.plan_file import load_plan
+from evolve.model.problem_file import read_problem
 from evolve.model.validate import plan_status, validate
 
 pytest.importorskip("evolve.execute")

@@ -19,8 +19,9 @@ from evolve.execute.journal import Journal
 from evolve.execute.state import RunState
 from evolve.llm import make_llm_operator
 from evolve.llm.testing import Scripted, ScriptedServer
-from evolve.model.files import plan_from_dict, problem_from_dict
+from evolve.model.plan_file import plan_from_dict
 from evolve.model.problem import Problem
+from evolve.model.problem_file import problem_from_dict
 from evolve.search.algorithm import Candidate
 from evolve.search.loop import Offspring, ProposalContext
 

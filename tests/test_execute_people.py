@@ -29,7 +29,8 @@ from evolve.cli.main import cli
 from evolve.execute import ExecuteOptions, Executor, ToolFailure, resume_run, start_run
 from evolve.execute.replan import Proposal, Situation
 from evolve.execute.state import RunState
-from evolve.model.files import plan_from_dict, problem_from_dict
+from evolve.model.plan_file import plan_from_dict
+from evolve.model.problem_file import problem_from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -167,7 +167,8 @@ def test_a_run_stopped_with_a_retry_timer_due_ends_when_its_calls_end(tmp_path: 
     the step budget (3) is spent, so the run stops while t3 still runs until 7.5. The loop
     used to wake at the retry timer again and again without the clock moving (a hang); it
     must wait for t3's call and end when it ends."""
-    from evolve.model.files import plan_from_dict, problem_from_dict
+    from evolve.model.plan_file import plan_from_dict
+    from evolve.model.problem_file import problem_from_dict
 
     problem = problem_from_dict(PROBLEM_WAITING_ON_A_TIMER)
     plan = plan_from_dict(PLAN_WAITING_ON_A_TIMER)

@@ -23,7 +23,8 @@ from evolve.execute.readiness import (
     decide,
     expand,
 )
-from evolve.model.files import plan_from_dict, problem_from_dict
+from evolve.model.plan_file import plan_from_dict
+from evolve.model.problem_file import problem_from_dict
 
 
 def oracle(upstream: str, when: str, policy: str) -> str:

@@ -14,8 +14,9 @@ import pytest
 from evolve.execute import REASONS, ExecuteOptions, SearchReplanner, ToolFailure, start_run
 from evolve.execute.replan import Proposal, Situation
 from evolve.execute.tools import Call, ToolFn
-from evolve.model.files import load_plan, plan_from_dict, problem_from_dict
 from evolve.model.plan import Plan, Task
+from evolve.model.plan_file import load_plan, plan_from_dict
+from evolve.model.problem_file import problem_from_dict
 from evolve.problems import load_problem
 
 ROOT = Path(__file__).resolve().parent.parent

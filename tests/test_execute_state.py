@@ -30,9 +30,10 @@ from evolve.execute.retry import RetryPolicy
 from evolve.execute.session import read_run
 from evolve.execute.state import RunState
 from evolve.execute.transitions import call_failed, failed_for_good, lost, replan_asked, skipped, succeeded
-from evolve.model.files import plan_from_dict, problem_from_dict
 from evolve.model.plan import Plan, Task
+from evolve.model.plan_file import plan_from_dict
 from evolve.model.problem import Problem
+from evolve.model.problem_file import problem_from_dict
 
 PROBLEM = problem_from_dict(
     {

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from evolve.fitness.testing import plans, problems, valid_plans, without_task
 from evolve.model.coverage import contributing_tasks, data_sources
-from evolve.model.files import problem_from_dict
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem
+from evolve.model.problem_file import problem_from_dict
 from evolve.model.validate import produced_by, validate
 from fitness import (
     Context,

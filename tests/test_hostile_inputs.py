@@ -116,7 +116,7 @@ def test_a_parser_refusing_a_deep_document_gets_evolve_s_wording(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, message: str) -> None:
     """Another libyaml build refuses deep nesting itself, in its own words (seen on a fresh
     machine); evolve must say the same thing as when its own bound catches it."""
-    import evolve.model.files as files
+    import evolve.model.documents as files
 
     def refuse(*_: object, **__: object) -> None:
         raise yaml.YAMLError(message)

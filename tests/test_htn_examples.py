@@ -11,7 +11,7 @@ import pytest
 
 from evolve.execute.htn import ran_steps
 from evolve.execute.session import read_run
-from evolve.model.files import plan_from_dict
+from evolve.model.plan_file import plan_from_dict
 from evolve.problems.htn import HtnProblem
 from evolve.problems.htn.world import replay_state
 from examples.htn.demo import main

@@ -22,8 +22,8 @@ from evolve.execute import start_run
 from evolve.execute.executor import ExecuteOptions
 from evolve.execute.replan import Proposal, SearchReplanner, Situation
 from evolve.execute.session import read_run
-from evolve.model.files import problem_to_dict
 from evolve.model.plan import Plan, Task
+from evolve.model.problem_file import problem_to_dict
 from evolve.problems import load_problem
 from evolve.problems.htn import HtnProblem, Planner, htn_problem_from_dict, to_plan
 from evolve.problems.htn.domain import Domain

@@ -18,8 +18,8 @@ from evolve.cli.main import cli
 from evolve.execute import start_run
 from evolve.execute.executor import ExecuteOptions
 from evolve.execute.replan import SearchReplanner
+from evolve.model.documents import read_document
 from evolve.model.errors import InputError
-from evolve.model.files import read_document
 from evolve.model.plan import Plan
 from evolve.problems import load_problem
 from evolve.problems.htn import Decomposition, HtnProblem, Planner, domain_from_dict, to_plan

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from evolve.model.errors import InputError
-from evolve.model.files import problem_from_dict, problem_to_dict
+from evolve.model.problem_file import problem_from_dict, problem_to_dict
 from evolve.problems.toolspec import import_tools
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -25,7 +25,7 @@ from evolve.execute.people import commit_decision, decision
 from evolve.execute.record_codec import decode, encode
 from evolve.execute.records import Asked, CallStatus, Decided, Dispatched, Revised, Settled
 from evolve.execute.state import RunState
-from evolve.model.files import load_plan
+from evolve.model.plan_file import load_plan
 from evolve.model.status import TaskStatus
 
 ROOT = Path(__file__).resolve().parent.parent

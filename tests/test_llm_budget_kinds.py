@@ -33,9 +33,10 @@ from evolve.llm.client import ChatClient
 from evolve.llm.decide import Decider
 from evolve.llm.draft import LLMPlanner
 from evolve.llm.testing import Script, Scripted, ScriptedServer
-from evolve.model.files import plan_from_dict, problem_from_dict
 from evolve.model.plan import Plan
+from evolve.model.plan_file import plan_from_dict
 from evolve.model.problem import Problem
+from evolve.model.problem_file import problem_from_dict
 from evolve.problems.htn import HtnProblem, htn_problem_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -34,8 +34,8 @@ from evolve.llm import (
 )
 from evolve.llm.menu import describe_edit, describe_effect
 from evolve.llm.testing import Scripted, ScriptedServer
-from evolve.model.files import plan_from_dict
 from evolve.model.plan import plan_hash
+from evolve.model.plan_file import plan_from_dict
 from evolve.model.problem import Problem
 from evolve.problems import load_problem
 from evolve.run.evaluator import evaluate_batch

@@ -10,8 +10,8 @@ from evolve.fitness.builtin import BUILTINS
 from evolve.fitness.evaluation import evaluate_plan
 from evolve.fitness.registry import resolve_all
 from evolve.llm import Templates, build_messages
-from evolve.model.files import plan_from_dict
 from evolve.model.plan import Plan, plan_hash
+from evolve.model.plan_file import plan_from_dict
 from evolve.model.problem import Problem
 from evolve.problems import load_problem
 from evolve.search.algorithm import Candidate

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from evolve.llm.reply import Rejected, child_from_reply, extract_json, patch_schema
-from evolve.model.files import plan_from_dict
 from evolve.model.plan import Plan
+from evolve.model.plan_file import plan_from_dict
 from evolve.model.problem import Problem
 from evolve.model.validate import validate
 from evolve.problems import load_problem

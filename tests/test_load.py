@@ -18,9 +18,10 @@ from evolve import defaults
 from evolve.cli.main import cli
 from evolve.model.collector import collector_paused
 from evolve.model.errors import InputError
-from evolve.model.files import load_plan, plan_from_dict, problem_from_dict
 from evolve.model.plan import Plan, Task
+from evolve.model.plan_file import load_plan, plan_from_dict
 from evolve.model.problem import Limits, Policy, Problem
+from evolve.model.problem_file import problem_from_dict
 from evolve.problems import load_problem
 from evolve.problems.synthetic import generate_document, generate_problem
 

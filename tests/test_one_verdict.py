@@ -22,9 +22,9 @@ from evolve.execute.options import ExecuteOptions
 from evolve.execute.session import start_run
 from evolve.fitness.evaluation import evaluate_plan
 from evolve.fitness.registry import resolve_all
+from evolve.model.documents import read_document
 from evolve.model.errors import InfeasibleProblem
 from evolve.model.feasibility import unreachable_criteria
-from evolve.model.files import read_document
 from evolve.problems import load_problem
 from evolve.problems.synthetic import generate_document
 from evolve.search.toolchoice import ToolChoice

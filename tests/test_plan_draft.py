@@ -15,7 +15,7 @@ from evolve.llm.client import ChatClient
 from evolve.llm.draft import LLMPlanner, plan_schema
 from evolve.llm.operator import Sampling
 from evolve.llm.testing import Scripted, ScriptedServer
-from evolve.model.files import problem_from_dict
+from evolve.model.problem_file import problem_from_dict
 
 PROBLEM = {
     "name": "two-ways",

@@ -14,10 +14,11 @@ from click.testing import CliRunner
 from evolve.cli.main import cli
 from evolve.model import plan_arrays
 from evolve.model.errors import InputError
-from evolve.model.files import plan_from_dict, problem_from_dict, problem_to_dict
 from evolve.model.patch import apply_patch, diff_plans, renamed
 from evolve.model.plan import Plan, Task, plan_hash
+from evolve.model.plan_file import plan_from_dict
 from evolve.model.problem import Policy, Problem, Tool
+from evolve.model.problem_file import problem_from_dict, problem_to_dict
 from evolve.model.validate import plan_status, validate
 
 TOOLS = {
@@ -126,7 +127,7 @@ def test_require_evidence() -> None:
     found = rules(EVIDENCE, lacking)
     assert [m for _, _, m in found] == ["t1 has no repository evidence", "t1 has no proof command"]
     assert plan_status(validate(EVIDENCE, plan_from_dict(lacking))) == "blocked"
-    cited = {"tasks": [{**FIRST, "evidence": "evolve/model/files.py", "proof": ["ruff check ."]},
+    cited = {"tasks": [{**FIRST, "evidence": "evolve/model/plan_file.py", "proof": ["ruff check ."]},
                        RUNTIME]}
     assert rules(EVIDENCE, cited) == []
     assert plan_status([]) == "ready"

@@ -1,5 +1,5 @@
 """The README's problem-file tables list every key the loader accepts, and no other: the test
-reads the key lists from the loader itself (``evolve.model.files``), so a key added there without
+reads the key lists from the loader itself (``evolve.model.problem_file``), so a key added there without
 a README row (or a row left behind for a key that went) fails here."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from evolve.model import files
+from evolve.model import problem_file as files
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 ROW = re.compile(r"^\| `([a-z_.]+)` \|")

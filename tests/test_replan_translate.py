@@ -4,7 +4,8 @@ its fresh id (the loop of evaluator_optimizer rests on it)."""
 from __future__ import annotations
 
 from evolve.execute.replan import situation, translate
-from evolve.model.files import plan_from_dict, problem_from_dict
+from evolve.model.plan_file import plan_from_dict
+from evolve.model.problem_file import problem_from_dict
 from evolve.model.validate import validate
 
 PROBLEM = problem_from_dict({

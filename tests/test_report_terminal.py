@@ -7,7 +7,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from evolve.cli.report import show
-from evolve.model.files import plan_from_dict
+from evolve.model.plan_file import plan_from_dict
 from evolve.model.problem import Limits, Problem, Tool
 from evolve.problems import load_problem
 from evolve.report.terminal import CRITICAL, NORMAL, SLACK, text_gantt

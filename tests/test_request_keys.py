@@ -17,8 +17,9 @@ from evolve import defaults
 from evolve.cli.main import cli
 from evolve.execute import ExecuteOptions, ToolFailure, resume_run, start_run
 from evolve.execute.replan import Proposal, Situation
-from evolve.model.files import plan_from_dict, problem_from_dict
 from evolve.model.keys import inputs_digest, resolve_key
+from evolve.model.plan_file import plan_from_dict
+from evolve.model.problem_file import problem_from_dict
 from evolve.search.toolchoice import ToolChoice
 
 

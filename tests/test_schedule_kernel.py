@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evolve.fitness.strategies import cases
-from evolve.model.files import problem_from_dict
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Limits, Problem, Tool
+from evolve.model.problem_file import problem_from_dict
 from evolve.problems import default_operators
 from evolve.problems.rcpsp.instance import from_arrays
 from evolve.problems.rcpsp.operators import (

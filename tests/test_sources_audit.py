@@ -18,9 +18,10 @@ from evolve.execute import ExecuteOptions, start_run
 from evolve.execute.replan import Proposal, Situation
 from evolve.llm.testing import Script, Scripted, ScriptedServer
 from evolve.model.errors import InputError
-from evolve.model.files import load_plan, plan_from_dict, problem_from_dict, read_problem
 from evolve.model.patch import apply_patch
 from evolve.model.plan import Plan, Task
+from evolve.model.plan_file import load_plan, plan_from_dict
+from evolve.model.problem_file import problem_from_dict, read_problem
 from evolve.model.validate import validate
 
 ROOT = Path(__file__).resolve().parent.parent

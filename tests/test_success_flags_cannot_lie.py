@@ -26,9 +26,10 @@ from evolve.execute import start_run
 from evolve.execute.tools import Call
 from evolve.fitness.evaluation import evaluate_plan
 from evolve.fitness.registry import resolve_all
-from evolve.model.files import plan_from_dict, problem_from_dict
 from evolve.model.plan import Plan, Task
+from evolve.model.plan_file import plan_from_dict
 from evolve.model.problem import Problem
+from evolve.model.problem_file import problem_from_dict
 from evolve.model.validate import validate
 from evolve.patterns.evaluator import evaluator_optimizer, read_verdict
 from evolve.problems.htn import Planner, to_plan

@@ -35,9 +35,9 @@ from evolve.execute.replan import Replanner, SearchReplanner
 from evolve.execute.session import JOURNAL, read_run, resume_run, start_run
 from evolve.execute.tools import ToolFn
 from evolve.model.errors import EvolveError
-from evolve.model.files import plan_from_dict
 from evolve.model.patch import diff_plans
 from evolve.model.plan import Plan
+from evolve.model.plan_file import plan_from_dict
 from evolve.model.problem import Problem
 from evolve.model.status import TaskStatus
 from evolve.problems import load_problem

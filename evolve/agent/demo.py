@@ -18,8 +18,8 @@ from typing import Any
 
 from evolve.agent.planner import History, Planner
 from evolve.execute.tools import Call, ToolFailure, ToolFn
-from evolve.model.files import problem_from_dict
 from evolve.model.problem import Problem
+from evolve.model.problem_file import problem_from_dict
 
 GOAL = "ship the report"
 NAMES = {"fetch": "fetch the data", "transform": "transform the data", "ship": "ship the report"}

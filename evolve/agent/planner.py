@@ -30,8 +30,8 @@ from evolve.execute.steps import step_of as step_of
 from evolve.execute.steps import tagged as tagged
 from evolve.model.coverage import covered_criteria
 from evolve.model.errors import InputError
-from evolve.model.files import plan_from_dict
 from evolve.model.plan import Plan, Task, parse_ref
+from evolve.model.plan_file import plan_from_dict
 from evolve.model.problem import Problem
 from evolve.model.validate import validate
 from evolve.run.folder import run_search

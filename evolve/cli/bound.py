@@ -20,7 +20,7 @@ from evolve import defaults
 from evolve.cli.common import EXIT_NO, FiniteFloatRange, friendly
 from evolve.model.bounds import lower_bound
 from evolve.model.errors import UsageError
-from evolve.model.files import load_plan
+from evolve.model.plan_file import load_plan
 from evolve.model.validate import validate
 from evolve.problems import is_fixed_structure, load_problem
 from evolve.problems.htn import HtnProblem

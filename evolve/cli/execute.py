@@ -33,9 +33,10 @@ from evolve.llm.argfill import make_arg_filler
 from evolve.llm.decide import make_decider
 from evolve.mcp.run import resumed_tools, run_meta, served_tools
 from evolve.mcp.servers import parse_servers
+from evolve.model.documents import read_document
 from evolve.model.errors import EvolveError
-from evolve.model.files import load_plan, read_document
 from evolve.model.plan import Plan
+from evolve.model.plan_file import load_plan
 from evolve.model.problem import Problem
 from evolve.problems import load_problem
 from evolve.problems.htn import HtnProblem, is_htn_document

@@ -15,8 +15,8 @@ from evolve import defaults
 from evolve.cli.author import author
 from evolve.cli.common import friendly
 from evolve.llm.htn import LLMDecomposer, make_htn_fallback
+from evolve.model.documents import read_document, write_text_file
 from evolve.model.errors import InputError
-from evolve.model.files import read_document, write_text_file
 from evolve.model.problem import Problem
 from evolve.problems.htn import (
     HtnProblem,

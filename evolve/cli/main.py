@@ -52,9 +52,10 @@ from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all, survey
 from evolve.llm.usage import usage_line
 from evolve.model.collector import settle_for_one_search
+from evolve.model.documents import write_text_file
 from evolve.model.errors import EvolveError, RunFailed
-from evolve.model.files import load_plan, write_text_file
 from evolve.model.plan import Plan
+from evolve.model.plan_file import load_plan
 from evolve.model.problem import Problem
 from evolve.model.validate import evidence_plan, plan_status, validate
 from evolve.problems import load_problem

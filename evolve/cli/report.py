@@ -15,7 +15,7 @@ import click
 
 from evolve import defaults
 from evolve.cli.common import EXIT_NO, friendly
-from evolve.model.files import load_plan
+from evolve.model.plan_file import load_plan
 from evolve.model.validate import validate
 from evolve.problems import load_problem
 from evolve.report.data import load_run

@@ -8,8 +8,8 @@ import yaml
 from evolve import defaults
 from evolve.cli.common import friendly
 from evolve.mcp.servers import McpError, one_server, require_sdk
+from evolve.model.documents import write_text_file
 from evolve.model.errors import printable
-from evolve.model.files import write_text_file
 from evolve.problems.toolspec import import_tools as import_catalog
 from evolve.problems.toolspec import problem_yaml
 

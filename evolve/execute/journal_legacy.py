@@ -28,7 +28,7 @@ from evolve.execute.records import (
     TaskRow,
     Window,
 )
-from evolve.model.files import plan_from_dict
+from evolve.model.plan_file import plan_from_dict
 
 
 def legacy_records(

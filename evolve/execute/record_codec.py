@@ -24,8 +24,8 @@ from typing import Any, get_args, get_origin
 
 from evolve.execute import records as rec
 from evolve.model.errors import EvolveError
-from evolve.model.files import plan_from_dict
 from evolve.model.plan import Plan
+from evolve.model.plan_file import plan_from_dict
 
 
 class RecordCodecError(EvolveError):

@@ -35,9 +35,10 @@ from evolve.execute.tools import ToolError, ToolFn, load_tools
 from evolve.llm.argfill import ArgFiller
 from evolve.llm.decide import model_calls as decide_calls
 from evolve.model.errors import EvolveError
-from evolve.model.files import plan_from_dict, problem_from_dict, problem_to_dict
 from evolve.model.plan import Plan
+from evolve.model.plan_file import plan_from_dict
 from evolve.model.problem import Problem
+from evolve.model.problem_file import problem_from_dict, problem_to_dict
 from evolve.model.validate import validate
 from evolve.problems.htn import HtnProblem, htn_problem_from_dict
 from evolve.problems.htn.world import replay_state

@@ -16,9 +16,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from evolve.model.files import problem_from_dict
 from evolve.model.plan import REF, Plan, Task, parse_ref, task_refs_deps
 from evolve.model.problem import RISKS, Problem
+from evolve.model.problem_file import problem_from_dict
 from evolve.model.validate import approval_rule, bound_object, may_collide, written_object
 
 SCOPES = ("alpha", "beta", "gamma")
@@ -105,7 +105,7 @@ def reachable_facts(initial: Sequence[str], tools: Mapping[str, Mapping[str, Any
 
 def problems(*, max_facts: int = 8, max_tools: int = 8,
              unlimited: bool = False) -> st.SearchStrategy[Problem]:
-    """Random valid problems (every one is accepted by :func:`evolve.model.files.problem_from_dict`)."""
+    """Random valid problems (every one is accepted by :func:`evolve.model.problem_file.problem_from_dict`)."""
     return problem_dicts(max_facts=max_facts, max_tools=max_tools, unlimited=unlimited).map(
         lambda data: problem_from_dict(data, "<generated>"))
 

@@ -25,8 +25,8 @@ from evolve.llm.cache import ReplyCache, cached_call
 from evolve.llm.client import ChatClient, OwnsClient
 from evolve.llm.trace import TraceCall
 from evolve.llm.usage import Usage
+from evolve.model.documents import read_document
 from evolve.model.errors import InputError
-from evolve.model.files import read_document
 from evolve.problems.htn import Domain, domain_from_dict, is_htn_document, validate_domain
 from evolve.problems.htn.domain import atoms
 from evolve.problems.htn.pihtn import from_pihtn, is_pihtn_document

@@ -30,8 +30,8 @@ from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.evaluation import Evaluation
 from evolve.fitness.registry import resolve_all
 from evolve.model.coverage import contributing_tasks, covered_criteria
+from evolve.model.documents import read_text_file
 from evolve.model.errors import UsageError
-from evolve.model.files import read_text_file
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem
 from evolve.model.validate import validate

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evolve.model.documents import read_text_file
 from evolve.model.errors import InputError
-from evolve.model.files import read_text_file
 
 CALL_KEYS = ("tool", "args", "result")
 

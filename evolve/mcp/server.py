@@ -40,7 +40,7 @@ from evolve.execute.records import Verdict
 from evolve.execute.session import read_run
 from evolve.execute.state import RunState
 from evolve.model.errors import EvolveError
-from evolve.model.files import load_plan
+from evolve.model.plan_file import load_plan
 from evolve.model.validate import validate as validate_plan
 from evolve.problems import load_problem
 from evolve.report import write_execution_report

@@ -12,8 +12,9 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from evolve.model.files import TASK_KEYS, Reader, join, read_task
+from evolve.model.documents import Reader, join
 from evolve.model.plan import Plan, Task
+from evolve.model.plan_file import TASK_KEYS, read_task
 
 PATCH_KEYS = ("remove", "add", "update", "priority", "order", "reason", "base_version", "evidence")
 """A patch's keys. ``base_version`` is the revision of the plan the patch was written against and

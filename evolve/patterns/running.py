@@ -19,7 +19,7 @@ from evolve.agent.agent import AgentResult, PlanExecuteAgent
 from evolve.agent.planner import Planner
 from evolve.execute.tools import ToolFn
 from evolve.llm.client import Completion
-from evolve.model.files import problem_from_dict
+from evolve.model.problem_file import problem_from_dict
 
 Model = Callable[[str], str]
 """A model as the patterns call it: a prompt in, the reply's text out."""

@@ -5,7 +5,7 @@ Which algorithm searches a problem is asked of :data:`FAMILIES` in turn
 activity lists, else plans of the catalog (:class:`PlanFamily`); a new family
 joins with :func:`register_family`.
 
-A YAML or JSON file is an agent-plan problem (:mod:`evolve.model.files`), or an
+A YAML or JSON file is an agent-plan problem (:mod:`evolve.model.problem_file`), or an
 HTN domain when it has an ``htn`` section (:mod:`evolve.problems.htn`); a
 PSPLIB ``.sm`` or Patterson ``.rcp`` file is a scheduling instance read as a
 fixed-structure problem (:mod:`evolve.problems.rcpsp`).
@@ -19,11 +19,12 @@ from pathlib import Path
 
 from evolve.fitness.base import Fitness
 from evolve.model.collector import collector_paused
+from evolve.model.documents import read_document
 from evolve.model.errors import InfeasibleProblem
 from evolve.model.feasibility import unreachable_criteria
-from evolve.model.files import problem_from_dict, read_document
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
+from evolve.model.problem_file import problem_from_dict
 from evolve.problems.htn.algorithm import HtnFamily
 from evolve.problems.htn.pihtn import from_pihtn, is_pihtn_document
 from evolve.problems.htn.problem import htn_problem_from_dict

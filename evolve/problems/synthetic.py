@@ -29,9 +29,10 @@ import yaml
 
 from evolve import defaults
 from evolve.model import feasibility
+from evolve.model.documents import write_text_file
 from evolve.model.errors import UsageError, printable
-from evolve.model.files import problem_from_dict, write_text_file
 from evolve.model.problem import Problem
+from evolve.model.problem_file import problem_from_dict
 
 NOUNS = (
     "orders", "users", "events", "payments", "inventory", "sessions", "clicks", "logs",

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from evolve.model.errors import EvolveError, InputError
-from evolve.model.files import plan_from_dict
 from evolve.model.plan import Plan
+from evolve.model.plan_file import plan_from_dict
 from evolve.model.problem import Problem
 from evolve.problems import load_problem
 from evolve.report.timeline import Timeline, timeline_from_times, timeline_of

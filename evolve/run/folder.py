@@ -24,9 +24,10 @@ from evolve.fitness.base import Fitness
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all
 from evolve.model.errors import UsageError
-from evolve.model.files import fingerprint, problem_to_dict
+from evolve.model.fingerprint import fingerprint
 from evolve.model.plan import Plan, plan_hash
 from evolve.model.problem import Problem
+from evolve.model.problem_file import problem_to_dict
 from evolve.problems import family_of
 from evolve.problems.htn import DecompositionFallback
 from evolve.run import checkpoint

@@ -19,7 +19,8 @@ from evolve.execute.outcome import RunStatus
 from evolve.execute.records import AskKind
 from evolve.execute.session import open_run
 from evolve.model.errors import EvolveError
-from evolve.model.files import plan_from_dict, problem_from_dict
+from evolve.model.plan_file import plan_from_dict
+from evolve.model.problem_file import problem_from_dict
 from evolve.report.data import load_run
 from evolve.report.execution import gantt_section, header, revisions_section, tasks_section
 from evolve.report.execution_data import load_execution

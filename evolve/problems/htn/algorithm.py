@@ -33,7 +33,7 @@ from evolve import defaults
 from evolve.fitness.base import Fitness
 from evolve.fitness.evaluation import evaluate_plan
 from evolve.model.errors import InfeasibleProblem, RunFailed, UsageError
-from evolve.model.files import fingerprint
+from evolve.model.fingerprint import fingerprint
 from evolve.model.plan import Plan, Task, plan_hash
 from evolve.problems.htn.decomposition import Choice, Decomposition, Genome, NoPlan
 from evolve.problems.htn.fallback import DecompositionFallback

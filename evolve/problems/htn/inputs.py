@@ -12,8 +12,8 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+from evolve.model.documents import describe
 from evolve.model.errors import InputError
-from evolve.model.files import describe
 from evolve.problems.htn.domain import Domain, Scalar, read_keys
 
 

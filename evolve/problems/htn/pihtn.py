@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evolve.model.files import Reader, describe, join
+from evolve.model.documents import Reader, describe, join
 from evolve.problems.htn.domain import Domain, Eq, Has, Not, Predicate, Unknown, atoms, to_doc
 from evolve.problems.htn.reader import predicate, scalar
 

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from evolve import defaults
-from evolve.model.files import Reader, describe, join, problem_from_dict, read_document
+from evolve.model.documents import Reader, describe, join, read_document
 from evolve.model.problem import RISKS, Problem, Tool
+from evolve.model.problem_file import problem_from_dict
 from evolve.problems.htn.domain import (
     TRUE,
     All,

@@ -12,8 +12,8 @@ import functools
 import math
 from pathlib import Path
 
+from evolve.model.documents import read_file_bytes
 from evolve.model.errors import InputError
-from evolve.model.files import read_file_bytes
 from evolve.model.graph import topological_order
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem, Tool

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from evolve.model.documents import read_document
 from evolve.model.errors import printable
-from evolve.model.files import read_document
 from evolve.problems.toolspec.catalog import Imported, build_catalog
 from evolve.problems.toolspec.meta import read_side_file
 from evolve.problems.toolspec.spec import ToolSpec, read_spec

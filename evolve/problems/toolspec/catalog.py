@@ -32,12 +32,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evolve import defaults
+from evolve.model.documents import describe
 from evolve.model.errors import InputError, UsageError
 from evolve.model.feasibility import unreachable_criteria
-from evolve.model.files import describe, problem_from_dict
 from evolve.model.limits import MAX_NAME, MAX_TEXT, NAME, TOOL_NAME
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem
+from evolve.model.problem_file import problem_from_dict
 from evolve.problems.toolspec.meta import merged
 from evolve.problems.toolspec.spec import ToolSpec
 from evolve.problems.toolspec.trace import Call, Edge, dataflow

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evolve.model.files import Reader, describe, join
+from evolve.model.documents import Reader, describe, join
 from evolve.model.limits import TOOL_NAME
 from evolve.model.problem import BY, RISKS
 

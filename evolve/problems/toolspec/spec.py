@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evolve.model.files import Reader, describe, join
+from evolve.model.documents import Reader, describe, join
 from evolve.problems.toolspec.meta import read_meta
 
 EXTENSION = "x-evolve"

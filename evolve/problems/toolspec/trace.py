@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evolve.model.files import Reader, describe, join
+from evolve.model.documents import Reader, describe, join
 
 CALL_KEYS = ("name", "tool", "arguments", "result", "id", "label", "error")
 MAX_FIELD_DEPTH = 3
