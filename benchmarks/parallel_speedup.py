@@ -82,7 +82,6 @@ def kernel_ceiling(problem: Path, seed: int, count: int = 4, repeat: int = 5
     three threads against one after the other, as the median ratio over ``repeat`` tries, and
     their summed thread CPU seconds against their CPU one at a time (mean ratio)."""
     from evolve.model.problem_file import read_problem
-
     from evolve.search.toolchoice import ToolChoice
 
     choice = ToolChoice(read_problem(problem))

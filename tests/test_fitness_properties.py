@@ -12,6 +12,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from evolve.fitness.builtin import redundant_edges
 from evolve.fitness.testing import plans, problems, valid_plans, without_task
 from evolve.model.coverage import contributing_tasks, data_sources
 from evolve.model.plan import Plan, Task
@@ -169,6 +170,42 @@ def test_an_edge_the_write_order_rule_needs_is_not_redundant() -> None:
     for plan, spare in ((direct, 0), (through, 1)):
         assert validate(problem, plan) == []
         assert value(redundant_deps, problem, plan) == spare
+
+
+def test_an_edge_an_approval_reaches_a_write_through_is_not_redundant() -> None:
+    # approve -> check -> put: check reads nothing of approve, yet without check -> approve the
+    # write has no approval upstream (rule write-approval); check -> look is spare
+    problem = problem_from_dict({
+        "name": "gated", "initial": ["a"], "criteria": ["b"],
+        "policy": {"write_requires_approval": True},
+        "tools": {"put": {"inputs": ["a"], "outputs": ["b"], "risk": "write", "writes": "row:1",
+                          "duration": 1},
+                  "ok": {"inputs": ["a"], "outputs": ["yes"], "risk": "approval", "duration": 1},
+                  "look": {"inputs": ["a"], "outputs": ["c"], "duration": 1}}}, "<test>")
+    def task(tid: str, tool: str, *deps: str) -> Task:
+        return Task(id=tid, tool=tool, deps=deps, inputs={"a": "$a"},
+                    idempotency_key=f"{tid}-once" if tool == "put" else None)
+    plan = Plan(tasks=(task("approve", "ok"), task("peek", "look"), task("check", "look", "approve", "peek"),
+                       task("w", "put", "check")))
+    assert validate(problem, plan) == []
+    assert redundant_edges(problem, plan) == [("check", "peek")]
+    assert value(redundant_deps, problem, plan) == 1
+
+
+@FAST
+@given(st.data())
+def test_every_edge_counted_redundant_can_go_without_making_the_plan_invalid(data: st.DataObject) -> None:
+    problem = data.draw(problems())
+    plan = data.draw(valid_plans(problem))
+    assert validate(problem, plan) == []
+    edges = redundant_edges(problem, plan)
+    assert value(redundant_deps, problem, plan) == len(edges)
+    for tid, dep in edges:
+        task = plan.by_id()[tid]
+        at = task.deps.index(dep)  # of a repeated edge, one copy goes and the other stays
+        lighter = plan.with_tasks([replace(t, deps=t.deps[:at] + t.deps[at + 1:]) if t.id == tid else t
+                                   for t in plan.tasks])
+        assert validate(problem, lighter) == [], (tid, dep)
 
 
 @settings(max_examples=40, deadline=None)

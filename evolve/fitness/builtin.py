@@ -13,7 +13,7 @@ from evolve.fitness.compiled import covered_count, makespan_value, measures_of
 from evolve.model.coverage import contributing_tasks, data_sources
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem, Risk, Tool
-from evolve.model.validate import approved_tasks, write_order_edges
+from evolve.model.validate import approval_edges, approved_tasks, write_order_edges
 
 # Each built-in reads the compiled figures when the context offers them (the engine's
 # evaluation always does) and falls back on the plain-Python definition, which is what
@@ -93,13 +93,21 @@ def risk(problem: Problem, plan: Plan, context: Context) -> float:
 def redundant_deps(problem: Problem, plan: Plan, context: Context) -> float:
     """Dependencies that carry no data, no approval, no write order and no template constraint."""
     # Such an edge only forces a task to wait for work it does not use, which
-    # lengthens the schedule for nothing. Edges to missing tasks and self-edges
-    # are the validator's business and are not counted here. An edge that orders
-    # two writes of one object (rule ``write-order``) is used: it keeps the plan valid.
+    # lengthens the schedule for nothing.
+    return float(len(redundant_edges(problem, plan)))
+
+
+def redundant_edges(problem: Problem, plan: Plan) -> list[tuple[str, str]]:
+    """The ``(task, dep)`` edges :func:`redundant_deps` counts: each one can go without making
+    the plan invalid (a property test removes them one at a time and asks the validator).
+
+    Edges to missing tasks and self-edges are the validator's business and are not counted.
+    An edge that orders two writes of one object (rule ``write-order``), or that an approval
+    reaches a write through (rule ``write-approval``), is used: it keeps the plan valid."""
     tasks = plan.by_id()
     approved = approved_tasks(problem, tasks, plan.dependency_map())
     required = template_edges(problem)
-    count = 0
+    repeated: list[tuple[str, str]] = []  # the same edge twice never carries anything new
     bare: list[tuple[str, str]] = []  # edges that carry no data, approval or template constraint
     for task in plan.tasks:
         reads = set(data_sources(task))
@@ -108,7 +116,7 @@ def redundant_deps(problem: Problem, plan: Plan, context: Context) -> float:
             if dep == task.id or dep not in tasks:
                 continue
             if dep in seen:
-                count += 1  # the same edge twice never carries anything new
+                repeated.append((task.id, dep))
                 continue
             seen.add(dep)
             carries_approval = tool_risk(problem, task) == "write" and (
@@ -116,8 +124,8 @@ def redundant_deps(problem: Problem, plan: Plan, context: Context) -> float:
             )
             if dep not in reads and not carries_approval and (task.id, dep) not in required:
                 bare.append((task.id, dep))
-    ordering = write_order_edges(problem, plan, bare) if bare else set()
-    return float(count + sum(1 for edge in bare if edge not in ordering))
+    used = write_order_edges(problem, plan, bare) | approval_edges(problem, plan, bare) if bare else set()
+    return repeated + [edge for edge in bare if edge not in used]
 
 
 def task_tools(problem: Problem, plan: Plan) -> list[Tool]:

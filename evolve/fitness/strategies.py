@@ -105,7 +105,8 @@ def reachable_facts(initial: Sequence[str], tools: Mapping[str, Mapping[str, Any
 
 def problems(*, max_facts: int = 8, max_tools: int = 8,
              unlimited: bool = False) -> st.SearchStrategy[Problem]:
-    """Random valid problems (every one is accepted by :func:`evolve.model.problem_file.problem_from_dict`)."""
+    """Random valid problems (each one accepted by
+    :func:`evolve.model.problem_file.problem_from_dict`)."""
     return problem_dicts(max_facts=max_facts, max_tools=max_tools, unlimited=unlimited).map(
         lambda data: problem_from_dict(data, "<generated>"))
 

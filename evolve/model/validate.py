@@ -359,6 +359,35 @@ def write_order_edges(problem: Problem, plan: Plan,
     return carrying
 
 
+def approval_edges(problem: Problem, plan: Plan,
+                   edges: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The ``(task, dep)`` edges among ``edges`` without which a write that has an approval
+    upstream would lose it: the approval reaches the write through ``task``, which is not a
+    write (``approve -> check -> write``: the edge ``check -> approve`` carries no data, yet rule
+    ``write-approval`` needs it).
+
+    What :func:`~evolve.fitness.builtin.redundant_deps` must not count, as with
+    :func:`write_order_edges`. Only an edge whose ``dep`` is an approval or approved can carry
+    one, so the others cost nothing."""
+    tasks = plan.by_id()
+    deps = {tid: [d for d in t.deps if d in tasks] for tid, t in tasks.items()}
+    approved = approved_tasks(problem, tasks, deps)
+
+    def risk(tid: str) -> str | None:
+        tool = problem.tools.get(tasks[tid].tool)
+        return None if tool is None else tool.risk
+
+    writes = {tid for tid in approved if risk(tid) == "write"}
+    carrying: set[tuple[str, str]] = set()
+    for tid, dep in dict.fromkeys(edges):
+        if not writes or (dep not in approved and risk(dep) != "approval"):
+            continue
+        without = {**deps, tid: [d for d in deps.get(tid, ()) if d != dep]}
+        if not writes <= approved_tasks(problem, tasks, without):
+            carrying.add((tid, dep))
+    return carrying
+
+
 def approved_tasks(problem: Problem, tasks: Mapping[str, Task],
                    deps: Mapping[str, Sequence[str]]) -> set[str]:
     """The tasks that have an approval task among their :func:`~evolve.model.graph.upstream` in
