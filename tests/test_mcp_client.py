@@ -45,7 +45,8 @@ def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SHOP_LEDGER", str(tmp_path / "ledger.jsonl"))
     monkeypatch.setenv("SHOP_STATE", str(tmp_path))
-    for name in ("SHOP_FLAKY", "SHOP_CRASH_ONCE", "SHOP_SLEEP_AFTER_WRITE", "SHOP_HANG", "SHOP_RECONCILE"):
+    for name in ("SHOP_FLAKY", "SHOP_CRASH_ONCE", "SHOP_SLEEP_AFTER_WRITE", "SHOP_HANG", "SHOP_RECONCILE",
+                 "SHOP_CRASH_IN_WRITE", "SHOP_CRASHES"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
 
@@ -158,6 +159,37 @@ def test_a_server_that_dies_again_after_its_restart_fails_the_task_with_its_stde
     assert "its stderr ends: shop: simulated crash in find_customer" in error
     assert (shop / "crash.count").read_text() == "2"  # started once more, never a third time
     assert ledger_lines(shop / "ledger.jsonl") == []
+
+
+@pytest.mark.parametrize(("when", "reconcile", "status", "orders"), [
+    ("after", True, "done", 1),  # made: the reconcile tool says so, its outputs bound
+    ("before", True, "done", 1),  # not made: the reconcile tool says so, so it is made again
+    ("after", False, "unknown", 1),  # no way to tell: a person decides, never made again
+])
+def test_a_server_that_dies_during_a_write_is_asked_whether_it_was_made(
+    catalog: Path, shop: Path, monkeypatch: pytest.MonkeyPatch,
+    when: str, reconcile: bool, status: str, orders: int,
+) -> None:
+    monkeypatch.setenv("SHOP_CRASH_IN_WRITE", when)
+    if reconcile:
+        monkeypatch.setenv("SHOP_RECONCILE", "1")
+        imported(shop, "--mcp", SERVER)  # the catalog's write names its reconcile tool now
+    plan = json.loads((shop / "plan.json").read_text())
+    plan["tasks"][3]["retries"] = 1
+    (shop / "plan.json").write_text(json.dumps(plan))
+    ran = evolve("execute", "plan.json", "--problem", catalog, "--mcp", f"shop={SERVER}", *FACTS,
+                 "--out", "run", "--no-report")
+    out = outcome(shop / "run")
+    assert out["tasks"]["t4"]["status"] == status, ran.output
+    assert len(ledger_lines(shop / "ledger.jsonl")) == orders  # never a second order
+    assert (shop / "write_crash.count").read_text() == str(1 + (when == "before"))
+    if status == "done":
+        assert ran.exit_code == 0 and out["reason"] == "goal_met"
+        assert out["reconciled"] == (when == "after")
+    else:
+        assert ran.exit_code == 1
+        assert "whether this write was made is unknown" in out["tasks"]["t4"]["error"]
+        assert "simulated crash in place_order, after the write" in out["tasks"]["t4"]["error"]
 
 
 def test_a_hanging_call_ends_at_the_task_timeout(catalog: Path, shop: Path,

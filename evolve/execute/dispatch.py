@@ -21,7 +21,8 @@ from typing import Any, Literal, Protocol
 
 from evolve.execute.tools import Call, ToolFailure, ToolFn
 
-Kind = Literal["ok", "failure", "timeout", "exception"]
+Kind = Literal["ok", "failure", "timeout", "exception", "lost"]
+"""How a call ended; ``lost``: cut off by its server's death, it may have taken effect."""
 
 
 class Clock(Protocol):
@@ -105,7 +106,7 @@ def run_tool(fn: ToolFn, inputs: Mapping[str, Any], call: Call) -> Outcome:
     try:
         outputs = fn(inputs, call)
     except ToolFailure as exc:
-        return "failure", None, exc.message, exc.retryable
+        return ("lost" if exc.uncertain else "failure"), None, exc.message, exc.retryable
     except Exception as exc:  # the tool's own bug: a failure that is not retried
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return "exception", None, f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})", False

@@ -41,10 +41,11 @@ class CallStatus(StrEnum):
 ErrorKind = Literal[
     "failure", "timeout", "exception", "unknown", "expression", "assumption", "lost", "rejected", "refused"
 ]
-"""How a step failed (a ``step.error``'s ``kind``): the dispatcher's three, ``unknown`` (a write
-no one can tell was made), a broken ``when``/``assumes`` (``expression``), a false assumption,
-a call a crash cut off (``lost``), an approval a person rejected (``rejected``), or a write or
-approval refused at dispatch because its action was rejected before (``refused``)."""
+"""How a step failed (a ``step.error``'s ``kind``): the dispatcher's (``failure``, ``timeout``,
+``exception``), ``unknown`` (a write no one can tell was made), a broken ``when``/``assumes``
+(``expression``), a false assumption, a call a crash cut off (``lost``: the executor's crash, or
+the death of the server that took it), an approval a person rejected (``rejected``), or a write
+or approval refused at dispatch because its action was rejected before (``refused``)."""
 
 
 class AskKind(StrEnum):

@@ -80,10 +80,11 @@ def given_back(ctx: RunContext, result: Result) -> Change:
 
 
 def failure(ctx: RunContext, task: Task, result: Result, kind: ErrorKind, error: str) -> Change:
-    """A failed call's change: a write cut off by its deadline is reconciled first."""
+    """A failed call's change: a write cut off by its deadline or by its server's death, which
+    may have been made, is reconciled first."""
     job = result.job
     risk = ctx.problem.tools[task.tool].risk
-    if kind == "timeout" and risk == "write":
+    if kind in ("timeout", "lost") and risk == "write":
         settled = reconcile(ctx, task, job.call_id, job.started, job.call.idempotency_key)
         if isinstance(settled, Change):
             return settled

@@ -30,10 +30,14 @@ class ToolFailure(Exception):
     timeout, a 503); the task's ``retries`` and backoff then apply. Otherwise the failure is final
     and the task's ``on_failure`` decides what happens to the run."""
 
-    def __init__(self, message: str, retryable: bool = False) -> None:
+    def __init__(self, message: str, retryable: bool = False, uncertain: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
+        self.uncertain = uncertain
+        """The call may have taken effect before it failed (the server that took it died): for
+        a write the executor then asks the tool's ``reconcile`` first, as after a timeout; a
+        write it cannot settle waits for a person as ``unknown``, never made again blindly."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,9 @@ Failures, by the convention evolve documents for servers (docs/mcp.md): a result
 ``_meta``) says ``"retryable": true``, final otherwise; a server that dies during a call is
 started again (once per session), and a read (or a tool annotated ``idempotentHint``) is
 called again on it within the same journaled attempt, while a write whose outcome is unknown is
-never made again blindly: the task fails with the server's stderr tail. Everything that can be
+never made again blindly: the executor asks the server's reconcile tool (below) whether it was
+made, and without an answer the task is ``unknown`` (the server's stderr tail in its error) and
+waits for a person. Everything that can be
 known before the run is checked before it starts (:func:`mcp_tools`): each tool the plan names
 is listed by exactly one server, its input schema is sound, its parameters match the catalog's
 inputs, and a tool the server marks destructive is a write in the catalog.
@@ -43,11 +45,11 @@ from evolve.problems.toolspec import read_spec
 from evolve.problems.toolspec.catalog import clean_name, result_fact
 
 RETRYABLE = "retryable"
+"""The key of an error result's ``structuredContent`` (or ``_meta``) that marks it retryable."""
 RECONCILE = "evolve/reconcile"
 """The key of a write tool's ``_meta`` (in ``tools/list``) naming the server's tool that tells
 whether a write was made: called with ``{"idempotency_key": KEY}``, it answers
 ``{"made": false}``, or ``{"made": true, ...}`` with the write's outputs."""
-"""The key of an error result's ``structuredContent`` (or ``_meta``) that marks it retryable."""
 
 
 def retryable(result: types.CallToolResult) -> bool:
@@ -148,13 +150,15 @@ class McpTool:
             return self.conn.call(self.name, args, meta, left(deadline))[0]
         except Lost as lost:
             seen = lost.generation
-        if not self.conn.restart(seen):
+        restarted = self.conn.restart(seen)
+        if not self.safe_again:  # retryable once reconcile says it was not made
+            raise ToolFailure(f"{self.where}: the server died during the call ("
+                              + ("it was started again" if restarted else "not started again")
+                              + f"); whether this write was made is unknown{self.conn.tail()}",
+                              retryable=True, uncertain=True)
+        if not restarted:
             raise ToolFailure(f"{self.where}: the server died and was not started again (restarted "
                               f"{self.conn.restarts} time(s) already){self.conn.tail()}")
-        if not self.safe_again:
-            raise ToolFailure(f"{self.where}: the server died during the call (it was started again); "
-                              f"whether this write was made is unknown, so it is not made again"
-                              f"{self.conn.tail()}")
         try:
             return self.conn.call(self.name, args, meta, left(deadline))[0]
         except Lost:

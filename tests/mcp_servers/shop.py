@@ -7,9 +7,10 @@ for counters), ``SHOP_FLAKY`` (how many calls of ``check_stock`` fail first, ret
 ``SHOP_CRASH_ONCE`` (the first ``find_customer`` call kills the server; ``SHOP_CRASHES``: the
 first N), ``SHOP_SLEEP_AFTER_WRITE``
 (seconds ``place_order`` sleeps after its ledger line: a test kills the executor then),
-``SHOP_HANG`` (``quote`` never answers), ``SHOP_RECONCILE`` (``place_order`` names
-``order_status`` as its ``evolve/reconcile`` tool), ``SHOP_BAD_SCHEMA`` (``quote``'s input
-schema is not an object), ``SHOP_BAD_OUTPUT`` (``check_stock`` answers against its output
+``SHOP_HANG`` (``quote`` never answers), ``SHOP_CRASH_IN_WRITE`` (``before`` or ``after``: the
+first ``place_order`` kills the server before or after its ledger line), ``SHOP_RECONCILE``
+(``place_order`` names ``order_status`` as its ``evolve/reconcile`` tool), ``SHOP_BAD_SCHEMA``
+(``quote``'s input schema is not an object), ``SHOP_BAD_OUTPUT`` (``check_stock`` answers against its output
 schema). ``--http PORT`` serves streamable HTTP on 127.0.0.1.
 """
 
@@ -37,6 +38,11 @@ def bump(name: str) -> int:
     return count
 
 
+def die(where: str) -> None:
+    print(f"shop: simulated crash in {where}", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
 class Customer(TypedDict):
     customer_id: str
 
@@ -58,8 +64,7 @@ def find_customer(email: str) -> Customer:
     """The customer id of an email address."""
     crashes = 1 if os.environ.get("SHOP_CRASH_ONCE") else int(os.environ.get("SHOP_CRASHES", "0"))
     if crashes and bump("crash") <= crashes:
-        print("shop: simulated crash in find_customer", file=sys.stderr, flush=True)
-        os._exit(3)
+        die("find_customer")
     return {"customer_id": f"c-{email.split('@')[0]}"}
 
 
@@ -100,9 +105,15 @@ def place_order(customer_id: str, price: int, in_stock: bool, ctx: Context) -> O
     meta = ctx.request_context.meta or {}
     key = meta.get("idempotency_key")
     ledger = Path(os.environ.get("SHOP_LEDGER", "ledger.jsonl"))
+    crash = os.environ.get("SHOP_CRASH_IN_WRITE")
+    crash_now = crash is not None and bump("write_crash") == 1
+    if crash_now and crash == "before":
+        die("place_order, before the write")
     with ledger.open("a", encoding="utf-8") as out:
         out.write(json.dumps({"customer_id": customer_id, "price": price, "key": key,
                               "order_id": f"o-{customer_id}-{price}"}) + "\n")
+    if crash_now:
+        die("place_order, after the write")
     time.sleep(float(os.environ.get("SHOP_SLEEP_AFTER_WRITE", "0")))
     return {"order_id": f"o-{customer_id}-{price}"}
 
