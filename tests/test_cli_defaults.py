@@ -44,7 +44,10 @@ EXPECTED: dict[tuple[str, str], str] = {
 
 def options(group: click.Group, prefix: str = "") -> Iterator[tuple[str, click.Option]]:
     """Every option of every command under ``group``, with the command's path (``bench psplib``)."""
-    for name, command in group.commands.items():
+    context = click.Context(group)  # the command line's commands load lazily: ask the group
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        assert command is not None, name
         path = f"{prefix}{name}"
         if isinstance(command, click.Group):
             yield from options(command, f"{path} ")

@@ -105,3 +105,7 @@ def author(trace_file: str, out_file: str, n: int, generations: int, name: str |
 
 
 COMMANDS = (author,)
+
+
+COMMANDS = (author,)
+"""What the command line adds (see ``evolve.cli.main.SUBCOMMANDS``)."""

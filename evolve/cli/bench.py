@@ -163,3 +163,7 @@ def psplib_cmd(
         except OSError as exc:  # removed or made read-only while the runs went on
             raise click.ClickException(f"{json_path}: cannot write ({exc.strerror or exc})") from None
         click.echo(f"wrote {json_path}")
+
+
+COMMANDS = (bench,)
+"""What the command line adds (see ``evolve.cli.main.SUBCOMMANDS``)."""

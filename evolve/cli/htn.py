@@ -6,15 +6,13 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import yaml
 
 from evolve import defaults
-from evolve.cli.author import author
 from evolve.cli.common import friendly
-from evolve.llm.htn import LLMDecomposer, make_htn_fallback
 from evolve.model.documents import read_document, write_text_file
 from evolve.model.errors import InputError
 from evolve.model.problem import Problem
@@ -30,6 +28,9 @@ from evolve.problems.htn.inputs import parse_inputs, seeded
 from evolve.problems.htn.pihtn import from_pihtn, is_pihtn_document
 from evolve.problems.htn.problem import htn_problem
 from evolve.problems.htn.reader import MAX_DEPTH_LIMIT
+
+if TYPE_CHECKING:
+    from evolve.llm.htn import LLMDecomposer
 
 MAX_DEPTH_HELP = "HTN domains: how deep compound tasks may nest (default: the domain file's, " \
                  f"else {defaults.HTN_MAX_DEPTH}; {defaults.HDDL_MAX_DEPTH} for HDDL)."
@@ -120,6 +121,8 @@ def htn_fallback_for(problem: Problem, operator: str, fallback: str, *, base_url
         return None
     if not base_url or not model:
         raise click.UsageError("the LLM fallback needs --llm-base-url and --llm-model")
+    from evolve.llm.htn import make_htn_fallback  # the LLM client's import is slow: only when asked
+
     settings: dict[str, Any] = {"max_calls": max_calls, "timeout": timeout, "cache_dir": cache_dir,
                                 "response_format": response_format}
     return make_htn_fallback(base_url, model, seed=seed,
@@ -176,4 +179,4 @@ def hddl_cmd(domain_file: str, problem_file: str, out_file: str, max_depth: int 
                f"{len(document['htn']['methods'])} ground methods)", err=True)
 
 
-COMMANDS = (validate_domain_cmd, hddl_cmd, author)  # author: evolve.cli.author
+COMMANDS = (validate_domain_cmd, hddl_cmd)

@@ -7,22 +7,20 @@ with exit status 2; never a traceback.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import math
 import sys
 import time
+from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
-import yaml
-from joblib import cpu_count
 
 from evolve import defaults
-from evolve.cli.bench import bench
-from evolve.cli.bound import COMMANDS as BOUND_COMMANDS
 from evolve.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_NO,
@@ -32,25 +30,14 @@ from evolve.cli.common import (
     runs_root,
     survive_closed_pipes,
 )
-from evolve.cli.execute import COMMANDS as EXECUTE_COMMANDS
-from evolve.cli.execute import parse_facts
-from evolve.cli.htn import COMMANDS as HTN_COMMANDS
 from evolve.cli.htn import FALLBACK_HELP as HTN_FALLBACK_HELP
 from evolve.cli.htn import FALLBACKS as HTN_FALLBACKS
 from evolve.cli.htn import htn_fallback_for, input_options, seed_inputs
 from evolve.cli.htn import limit_options as htn_limit_options
 from evolve.cli.htn import run_problem as htn_run_problem
-from evolve.cli.human import COMMANDS as HUMAN_COMMANDS
-from evolve.cli.mcp import COMMANDS as MCP_COMMANDS
 from evolve.cli.options import LlmSettings, llm_options, search_options
-from evolve.cli.patterns import COMMANDS as PATTERN_COMMANDS
-from evolve.cli.plan import COMMANDS as PLAN_COMMANDS
-from evolve.cli.report import COMMANDS as REPORT_COMMANDS
-from evolve.cli.serve import COMMANDS as SERVE_COMMANDS
-from evolve.cli.tools import COMMANDS as TOOLS_COMMANDS
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all, survey
-from evolve.llm.usage import usage_line
 from evolve.model.collector import settle_for_one_search
 from evolve.model.documents import write_text_file
 from evolve.model.errors import EvolveError, RunFailed
@@ -59,17 +46,50 @@ from evolve.model.plan_file import load_plan
 from evolve.model.problem import Problem
 from evolve.model.validate import evidence_plan, plan_status, validate
 from evolve.problems import load_problem
-from evolve.problems.synthetic import generate_document, save_document
-from evolve.report import write_report
-from evolve.report.terminal import short_chain
 from evolve.run.checkpoint import CHECKPOINT, checkpointed_generation
 from evolve.run.evaluator import capped_jobs
 from evolve.run.folder import new_run_dir, nothing_checkpointed, run_search
 from evolve.scheduling import Schedule, schedule
 from evolve.search.options import SearchOptions
 
+SUBCOMMANDS: Mapping[str, tuple[str, ...]] = {
+    "evolve.cli.report": ("report", "plot", "show"),
+    "evolve.cli.bench": ("bench",),
+    "evolve.cli.bound": ("bound",),
+    "evolve.cli.htn": ("validate-domain", "hddl"),
+    "evolve.cli.author": ("author",),
+    "evolve.cli.execute": ("execute",),
+    "evolve.cli.human": ("pending", "approve", "reject", "answer", "resolve"),
+    "evolve.cli.patterns": ("patterns",),
+    "evolve.cli.plan": ("plan",),
+    "evolve.cli.tools": ("import-tools",),
+    "evolve.cli.serve": ("serve",),
+    "evolve.cli.mcp": ("mcp",),
+}
+"""The commands the other modules of this package define (their ``COMMANDS``), by module. A
+module is imported only when one of its commands runs (or ``evolve --help`` lists them all), so
+``evolve run`` does not wait for the server's, the executor's or the bounds' libraries. A test
+holds each entry to its module's ``COMMANDS``."""
 
-@click.group()
+
+class LazyGroup(click.Group):
+    """A click group whose commands of :data:`SUBCOMMANDS` are imported on first use."""
+
+    def __init__(self, *args: Any, modules: Mapping[str, tuple[str, ...]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = {name: module for module, names in modules.items() for name in names}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = self.lazy.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            for command in importlib.import_module(module).COMMANDS:
+                self.add_command(command)
+        return super().get_command(ctx, cmd_name)
+
+@click.group(cls=LazyGroup, modules=SUBCOMMANDS)
 @click.version_option(package_name="evolve")
 def cli() -> None:
     """evolve: evolutionary search for the best plan (task graph) for a planning problem."""
@@ -127,6 +147,8 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
     settle_for_one_search()
     if resume_dir is not None and out_dir is not None and Path(out_dir) != Path(resume_dir):
         raise click.BadParameter("--out and --resume name different folders", param_hint="--out")
+    from joblib import cpu_count  # its import is slow, and only a run needs it
+
     jobs, cut = capped_jobs(options.jobs, cpu_count(), remote=options.scheduler_address is not None)
     if cut is not None:
         click.echo(f"warning: {cut}", err=True)
@@ -194,6 +216,7 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
                           f"plan written to {outcome.out_dir / 'best.json'}")
     written = ["best.json", "summary.json", "events.jsonl"]
     if not no_report:
+        from evolve.report import write_report
         try:
             written.append(write_report(outcome.out_dir, problem=problem).name)
         except EvolveError as exc:
@@ -213,6 +236,8 @@ def run(problem_file: str, hddl_problem: str | None, options: SearchOptions, llm
         click.echo(f"  error: {error}")
     click.echo(schedule_table(best.plan, sched, problem))
     if "llm" in outcome.summary:
+        from evolve.llm.usage import usage_line
+
         click.echo(usage_line(outcome.summary["llm"]))
     click.echo(f"\nwritten to {outcome.out_dir}/ ({', '.join(written)})")
     if failures:
@@ -273,6 +298,8 @@ def validate_cmd(plan_file: str, problem_file: str, as_json: bool, fact_items: t
                  evidence_out: str | None) -> None:
     """Check PLAN_FILE against a problem: exit 0 when valid (status ready), 1 when not (status
     blocked), 2 when unreadable."""
+    from evolve.cli.execute import parse_facts
+
     problem, plan = read_problem(problem_file), load_plan(plan_file)
     errors = validate(problem, plan, parse_facts(fact_items))
     status = plan_status(errors)
@@ -321,6 +348,8 @@ def schedule_cmd(plan_file: str, problem_file: str, as_json: bool) -> None:
 
 def schedule_table(plan: Plan, sched: Schedule, problem: Problem) -> str:
     """A plain-text table of the schedule, critical tasks marked with ``*``."""
+    from evolve.report.terminal import short_chain  # the report package's import is slow
+
     tasks = plan.by_id()
     critical = set(sched.critical_path)
     rows = [f"{'task':<8} {'tool':<28} {'start':>9} {'finish':>9} {'slack':>8}  wave"]
@@ -379,6 +408,10 @@ def fitness_list(as_json: bool) -> None:
 def generate_cmd(tools: int, seed: int, name: str | None, no_approval: bool, no_resources: bool,
                  out_file: str | None) -> None:
     """Generate a random, solvable planning problem of any size (for tests and benchmarks)."""
+    import yaml
+
+    from evolve.problems.synthetic import generate_document, save_document
+
     doc = generate_document(tools, seed, write_requires_approval=not no_approval,
                             resources=not no_resources, name=name)
     if out_file is None:
@@ -387,11 +420,6 @@ def generate_cmd(tools: int, seed: int, name: str | None, no_approval: bool, no_
     save_document(doc, out_file)
     click.echo(f"wrote {out_file} ({len(doc['tools'])} tools, criteria: {', '.join(doc['criteria'])})",
                err=True)
-
-
-for command in (*REPORT_COMMANDS, bench, *BOUND_COMMANDS, *HTN_COMMANDS, *EXECUTE_COMMANDS, *HUMAN_COMMANDS,
-                *PATTERN_COMMANDS, *PLAN_COMMANDS, *TOOLS_COMMANDS, *SERVE_COMMANDS, *MCP_COMMANDS):
-    cli.add_command(command)
 
 
 def main() -> None:

@@ -18,9 +18,11 @@ across files can run stale code.
 ``evolve/__init__.py`` imports this module first, and so before any module that
 defines a kernel (a test holds it to that): numba binds a function to its cache
 folder when the decorator runs (``numba.config.CACHE_DIR`` is read then). The folder is
-also put in ``NUMBA_CACHE_DIR``, so that numba's reload of its settings from the
-environment (at every compilation) keeps it and worker processes inherit it; it is
-therefore the cache folder of every cached numba function of the process, evolve's or not.
+put in ``NUMBA_CACHE_DIR``, which numba reads when it is first imported (so this module does
+not import numba: a command that compiles nothing does not pay for it), and so that numba's
+reload of its settings from the environment (at every compilation) keeps it and worker
+processes inherit it; it is therefore the cache folder of every cached numba function of the
+process, evolve's or not.
 
 Where the folder lives, first that works:
 
@@ -44,11 +46,10 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
-
-import numba
 
 PACKAGE = Path(__file__).resolve().parents[1]
 """The ``evolve`` package folder, whose kernel files are hashed."""
@@ -167,7 +168,11 @@ def configure(package: Path = PACKAGE) -> Path | None:
     if folder is not None:
         os.environ[USERS] = users
         os.environ["NUMBA_CACHE_DIR"] = os.environ[OURS] = str(folder)
-        numba.config.CACHE_DIR = str(folder)  # type: ignore[attr-defined]
+        # numba reads NUMBA_CACHE_DIR when it is first imported, so it need not be imported here
+        # (that costs a command line a third of a second); a numba already imported is told
+        config = sys.modules.get("numba.core.config")
+        if config is not None:
+            config.CACHE_DIR = str(folder)  # type: ignore[attr-defined]
     return folder
 
 
