@@ -252,10 +252,12 @@ def run_search(
 def write_best(out: Path, problem: Problem, plan: Plan, ipc: str | None = None) -> Schedule:
     """``best.json``: the plan and its schedule, replaced atomically (a run killed while writing
     it leaves the previous one whole); the schedule is returned. ``ipc``, an HDDL problem's plan
-    in the competition's format (what its verifiers read), goes to ``best.ipc`` first."""
-    sched = schedule(problem, plan)
+    in the competition's format (what its verifiers read), goes to ``best.ipc`` first, before the
+    schedule is computed: it needs none, and the first schedule of a process loads the scheduling
+    kernels (a third of a second), which the first plan on disk need not wait for."""
     if ipc is not None:
         replace_file(out / "best.ipc", ipc)
+    sched = schedule(problem, plan)
     replace_file(out / "best.json", dump_json({**plan.to_dict(), "schedule": sched.to_dict()}))
     return sched
 
