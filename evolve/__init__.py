@@ -4,12 +4,13 @@ The public API is re-exported here and loaded lazily (PEP 562): ``import evolve`
 milliseconds, and ``evolve.Search`` (or ``from evolve import Search``) imports the module that
 defines it on first use, so a command line that needs none of numpy, numba, scipy or the LLM
 client does not wait for them. The ``TYPE_CHECKING`` imports below are the one list of what is
-exported and from where: type checkers read them, and :func:`__getattr__` reads them from this
-file's source the first time a name is asked for.
+exported and from where: type checkers read them, and :mod:`evolve.model.lazy` reads them from
+this file's source the first time a name is asked for.
 """
 
 # First, before any module defines a kernel: numba's cache folder, keyed by the kernel sources.
 import evolve.model.kernel_cache  # noqa: F401
+from evolve.model.lazy import exports
 
 TYPE_CHECKING = False
 """True for type checkers only (``typing.TYPE_CHECKING`` without importing :mod:`typing`)."""
@@ -89,30 +90,4 @@ __all__ = [
 ]
 
 
-def _origins() -> dict[str, tuple[str, str]]:
-    """Each public name's module and name there, read from the ``TYPE_CHECKING`` block."""
-    import ast
-    from pathlib import Path
-
-    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-    block = next(node for node in tree.body if isinstance(node, ast.If)
-                 and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
-    return {alias.asname or alias.name: (str(node.module), alias.name) for node in block.body
-            if isinstance(node, ast.ImportFrom) for alias in node.names}
-
-
-def __getattr__(name: str) -> object:
-    """A public name, imported from its module on first use (then kept as a global)."""
-    if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    module, original = _origins()[name]
-    value = getattr(importlib.import_module(module), original)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The public names too, before they are loaded."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = exports(__name__, __file__, __all__)

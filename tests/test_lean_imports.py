@@ -29,11 +29,12 @@ def test_import_evolve_loads_no_heavy_library() -> None:
     modules = loaded_after("import evolve")
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
     assert sorted(m for m in modules if m.startswith("evolve.")) == [
-        "evolve.model", "evolve.model.kernel_cache"]
+        "evolve.model", "evolve.model.kernel_cache", "evolve.model.lazy"]
 
 
 def test_the_command_line_loads_only_what_its_own_commands_need() -> None:
     modules = loaded_after("import evolve.cli.main")
+    assert sorted(m for m in modules if m.split(".")[0] in {"httpx", "charset_normalizer"}) == []
     lazy = set(SUBCOMMANDS) - {"evolve.cli.htn"}  # its run options are evolve run's
     assert sorted(lazy & modules) == []
     assert not any(m.startswith(("evolve.execute", "evolve.serve", "evolve.mcp", "evolve.report"))
@@ -51,6 +52,15 @@ def test_every_public_name_resolves_and_is_listed() -> None:
         assert "not_a_name" in str(exc)
     else:
         raise AssertionError("an unknown name resolved")
+
+
+def test_the_llm_package_loads_its_names_on_first_use() -> None:
+    import evolve.llm as llm
+
+    modules = loaded_after("import evolve.llm.modes")
+    assert "httpx" not in modules and "evolve.llm.operator" not in modules
+    for name in llm.__all__:
+        assert getattr(llm, name) is not None, name
 
 
 def test_the_lazy_table_names_each_modules_commands() -> None:

@@ -15,19 +15,19 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from evolve import defaults
 from evolve.cli.common import FiniteFloatRange
-from evolve.llm.client import check_extra_body
-from evolve.llm.factory import make_llm_operator
-from evolve.llm.modes import MODES, Mode
-from evolve.llm.operator import RESPONSE_FORMATS, TOKEN_PARAMS, LLMOperator, ResponseFormat, TokenParam
+from evolve.llm.modes import MODES, RESPONSE_FORMATS, TOKEN_PARAMS, Mode, ResponseFormat, TokenParam
 from evolve.model.errors import UsageError
 from evolve.run.backends import BACKENDS
 from evolve.search.options import DEFAULTS, SearchOptions
+
+if TYPE_CHECKING:
+    from evolve.llm.operator import LLMOperator
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -149,6 +149,8 @@ class LlmSettings:
         option that asked for it in the error when the endpoint is missing."""
         if not self.base_url or not self.model:
             raise click.UsageError(f"{wanted_by} needs --llm-base-url and --llm-model")
+        from evolve.llm.factory import make_llm_operator  # the HTTP client: only when asked
+
         return make_llm_operator(
             self.base_url, self.model, max_calls=self.max_calls, timeout=self.timeout,
             concurrency=self.concurrency, response_format=self.response_format,
@@ -168,6 +170,8 @@ def parse_extra_body(ctx: click.Context, param: click.Parameter, value: str | No
         raise click.BadParameter(f"not JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(doc, dict):
         raise click.BadParameter(f"expected a JSON object, got {type(doc).__name__}")
+    from evolve.llm.client import check_extra_body
+
     try:
         return check_extra_body(doc)
     except UsageError as exc:

@@ -19,6 +19,18 @@ from evolve import defaults
 
 Mode = Literal["patch", "menu", "auto"]
 MODES: tuple[Mode, ...] = ("patch", "menu", "auto")
+ResponseFormat = Literal["json_schema", "json_object", "json_object_schema", "none"]
+RESPONSE_FORMATS: tuple[ResponseFormat, ...] = (
+    "json_schema", "json_object", "json_object_schema", "none")
+"""How JSON is asked for (here, not in :mod:`evolve.llm.operator`, so that the command line
+names the choices without importing the HTTP client). ``json_schema``: OpenAI, vLLM, Ollama,
+llama.cpp's own server; ``json_object``: plain JSON mode, the most widely supported;
+``json_object_schema``: JSON mode with a ``schema`` key, as llama-cpp-python's server takes it;
+``none``: no JSON mode at all."""
+
+TokenParam = Literal["max_tokens", "max_completion_tokens"]
+TOKEN_PARAMS: tuple[TokenParam, ...] = ("max_tokens", "max_completion_tokens")
+
 SMALL_FAMILIES = ("smollm", "tinyllama", "tinystories")
 """Families whose every model is small, even when the name gives no size."""
 SIZE = re.compile(r"(?<![a-wyz0-9.])(\d+(?:\.\d+)?)\s*([mb])(?![a-z])", re.IGNORECASE)

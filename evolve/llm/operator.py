@@ -34,6 +34,10 @@ from evolve.llm.menu import (
     pick_parent,
 )
 from evolve.llm.modes import MODES, Mode, measured_small, starting_mode
+from evolve.llm.modes import RESPONSE_FORMATS as RESPONSE_FORMATS  # re-exported: they live in
+from evolve.llm.modes import TOKEN_PARAMS as TOKEN_PARAMS  # modes.py, light for the command line
+from evolve.llm.modes import ResponseFormat as ResponseFormat
+from evolve.llm.modes import TokenParam as TokenParam
 from evolve.llm.prompt import Templates, build_menu_messages, build_messages, default_ranking
 from evolve.llm.reply import Rejected, child_from_reply, patch_schema
 from evolve.llm.usage import Usage
@@ -42,16 +46,6 @@ from evolve.model.problem import Problem
 from evolve.search.algorithm import Candidate
 from evolve.search.loop import Offspring, ProposalContext
 from evolve.search.ranking import Ranking
-
-ResponseFormat = Literal["json_schema", "json_object", "json_object_schema", "none"]
-RESPONSE_FORMATS: tuple[ResponseFormat, ...] = (
-    "json_schema", "json_object", "json_object_schema", "none")
-"""How JSON is asked for. ``json_schema``: OpenAI, vLLM, Ollama, llama.cpp's own server;
-``json_object``: plain JSON mode, the most widely supported; ``json_object_schema``: JSON mode
-with a ``schema`` key, as llama-cpp-python's server takes it; ``none``: no JSON mode at all."""
-
-TokenParam = Literal["max_tokens", "max_completion_tokens"]
-TOKEN_PARAMS: tuple[TokenParam, ...] = ("max_tokens", "max_completion_tokens")
 
 
 @dataclass(frozen=True)
