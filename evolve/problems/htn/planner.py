@@ -400,11 +400,13 @@ class Planner:
                                     self.preferred(task.path, len(methods), prefs, chooser))
         for index in order:
             method = methods[index]
-            if not self.guard(self.checks, method.name, method.pre, node.state):
+            if not self.method_guard(method, node.state):
                 if len(node.steps) > self.deepest[0]:  # the message only when it is kept
                     failing = first_failing(method.pre, node.state)
-                    self.blocked(node, f"method {method.name} of {task.name} needs "
-                                       f"{show(failing or method.pre)} (at {task.path})")
+                    if failing is None and not holds(method.pre, node.state):
+                        failing = method.pre
+                    why = show(failing) if failing is not None else self.opening(method, node.state)
+                    self.blocked(node, f"method {method.name} of {task.name} needs {why} (at {task.path})")
                 continue
             applicable = True
             yield from self.apply_method(node, task, method, index, len(methods), prefs, chooser)
@@ -419,6 +421,39 @@ class Planner:
                 yield from self.apply_method(node, task, learned, methods.index(learned), len(methods),
                                              prefs, chooser)
 
+    def method_check(self, method: Method) -> Check:
+        """The keys a method needs set and unset to be applied: its guard's, and, when its first
+        subtask is an operator (an ordered method), that operator's precondition's too, since the
+        operator runs in the very state the method is applied in. A grounded method often has no
+        guard of its own (Towers' ``move_abstract`` has one method per ring and places, all but one
+        failing at their ``move``): each would be a node of its own; so it is none, and the anchor
+        index (:meth:`candidates`) skips it."""
+        check = self.checks.get(method.name)
+        if check is None:
+            check = literals(method.pre)
+            first = self.domain.operators.get(method.subtasks[0]) if method.subtasks else None
+            ordered = not method.unordered or len(method.subtasks) == 1
+            if check is not False and first is not None and ordered:
+                extra = self.op_checks.get(first.name)
+                if extra is None:
+                    extra = self.op_checks[first.name] = literals(first.pre)
+                if extra is not False:
+                    check = (tuple(dict.fromkeys((*check[0], *extra[0]))),
+                             tuple(dict.fromkeys((*check[1], *extra[1]))))
+            self.checks[method.name] = check
+        return check
+
+    def method_guard(self, method: Method, state: State) -> bool:
+        """Whether ``method`` may be applied in ``state`` (see :meth:`method_check`)."""
+        check = self.method_check(method)
+        return holds(method.pre, state) if check is False else self.keys_hold(check, state)
+
+    def opening(self, method: Method, state: State) -> str:
+        """Why a method whose guard holds cannot start: its first operator's precondition."""
+        first = self.domain.operators[method.subtasks[0]]
+        failing = first_failing(first.pre, state)
+        return f"its first step {first.name}'s {show(failing or first.pre)}"
+
     def guard(self, checks: dict[str, Check], name: str,
               pre: Predicate, state: State) -> bool:
         """``holds(pre, state)``, with a conjunction of ``has`` and ``not has`` tests (all a
@@ -426,8 +461,11 @@ class Planner:
         check = checks.get(name)
         if check is None:
             check = checks[name] = literals(pre)
-        if check is False:
-            return holds(pre, state)
+        return holds(pre, state) if check is False else self.keys_hold(check, state)
+
+    @staticmethod
+    def keys_hold(check: tuple[tuple[str, ...], tuple[str, ...]], state: State) -> bool:
+        """Whether every key of ``check``'s first list is set in ``state`` and none of its second."""
         positive, negative = check
         for key in positive:
             value = state.get(key)
@@ -463,9 +501,7 @@ class Planner:
             by_key: dict[str, list[int]] = {}
             free: list[int] = []
             for i, method in enumerate(methods):
-                check = self.checks.get(method.name)
-                if check is None:
-                    check = self.checks[method.name] = literals(method.pre)
+                check = self.method_check(method)
                 if check is False or not check[0]:
                     free.append(i)
                 else:
