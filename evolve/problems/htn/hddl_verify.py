@@ -232,19 +232,31 @@ class Tree:
                 self.decomposition(ident, entry)
 
     def subtree(self, ident: int, path: set[int]) -> list[int]:
-        """The action positions below ``ident`` (and cycle detection)."""
-        if ident in self.leaves:
-            return self.leaves[ident]
-        if ident in path:
-            self.fault(f"decomposition: id {ident} is its own ancestor")
-            return []
-        entry = self.entries[ident]
-        if entry.method is None:
-            found = [self.position[ident]]
-        else:
-            found = sorted(p for c in entry.children for p in self.subtree(c, path | {ident}))
-        self.leaves[ident] = found
-        return found
+        """The action positions below ``ident`` (and cycle detection: ``path`` holds the ids
+        above it). An explicit stack, not recursion: a tail-recursive domain's plan of thousands
+        of steps is a decomposition thousands deep (Towers pfile_11: 2,047)."""
+        open_ids = set(path)
+        stack: list[tuple[int, bool]] = [(ident, False)]
+        while stack:
+            current, done = stack.pop()
+            if done:
+                entry = self.entries[current]
+                open_ids.discard(current)
+                self.leaves[current] = sorted(p for c in entry.children for p in self.leaves.get(c, ()))
+                continue
+            if current in self.leaves:
+                continue
+            if current in open_ids:
+                self.fault(f"decomposition: id {current} is its own ancestor")
+                continue
+            entry = self.entries[current]
+            if entry.method is None:
+                self.leaves[current] = [self.position[current]]
+                continue
+            open_ids.add(current)
+            stack.append((current, True))
+            stack.extend((c, False) for c in reversed(entry.children))
+        return self.leaves.get(ident, [])
 
     def decomposition(self, ident: int, entry: Entry) -> None:
         matches = [m for m in self.world.domain.methods if m.name == entry.method]

@@ -534,7 +534,11 @@ class Planner:
         for order in self.orders(order_key, size, method.unordered, prefs, chooser):
             rest = task.rest
             for i in reversed(order):
-                rest = Pending(method.subtasks[i], f"{here}#{i}", depth,
+                # an ordered method's last subtask takes its task's place, nothing after it
+                # waits on it: a recursion through it (Towers' rotate, exchange, rotate, ...)
+                # is a loop, which the state and network check cuts, not a nesting
+                level = task.depth if i == order[-1] and not method.unordered else depth
+                rest = Pending(method.subtasks[i], f"{here}#{i}", level,
                                (*task.trail, (here, not method.unordered, i)), rest)
             made = [choice]
             if method.unordered and size > 1:
