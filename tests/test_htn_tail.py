@@ -10,13 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evolve.cli.htn import hddl_document
 from evolve.problems.htn import Decomposition, NoPlan, Planner, htn_problem_from_dict
 from evolve.problems.htn.decomposition import replay
+from evolve.problems.htn.domain import TRUE, Method
 from evolve.problems.htn.hddl_plans import ipc_plan
 from evolve.problems.htn.hddl_syntax import read_files
 from evolve.problems.htn.hddl_verify import verify
+from evolve.problems.htn.planner import components
 
 IPC = Path(os.environ.get("EVOLVE_IPC_HTN_DIR", Path(__file__).resolve().parents[1].parent / "shared"
                           / "data" / "ipc2020-htn")) / "total-order"
@@ -82,3 +86,31 @@ def test_towers_recursing_past_the_depth_limit_gets_a_verified_plan() -> None:
     assert time.perf_counter() - start < 30
     verdict = verify(*read_files(domain_file, problem_file), ipc_plan(domain, outcome))
     assert verdict.faults == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.sampled_from("abcdef"), st.lists(st.lists(st.sampled_from("abcdefxy"), max_size=3),
+                                                            min_size=1, max_size=3), max_size=6))
+def test_the_recursion_components_are_mutual_reachability(graph: dict[str, list[list[str]]]) -> None:
+    """Tarjan's components against the definition: two tasks share one exactly when each can
+    decompose into the other; a task is in one only when it can decompose into itself."""
+    by_task = {task: tuple(Method(f"{task}{i}", task, TRUE, tuple(subs)) for i, subs in enumerate(lists))
+               for task, lists in graph.items()}
+    found = components(by_task)
+
+    def reach(task: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [s for m in by_task.get(task, ()) for s in m.subtasks]
+        while todo:
+            item = todo.pop()
+            if item not in seen:
+                seen.add(item)
+                todo.extend(s for m in by_task.get(item, ()) for s in m.subtasks)
+        return seen
+
+    reached = {task: reach(task) for task in by_task}
+    for a in by_task:
+        assert (a in found) == (a in reached[a])
+        for b in by_task:
+            if a != b and a in found and b in found:
+                assert (found[a] == found[b]) == (b in reached[a] and a in reached[b])

@@ -161,6 +161,7 @@ class Planner:
         for method in self.learned.methods:
             self.by_task[method.task] = (*self.by_task.get(method.task, ()), method)
         self._relaxation: RelaxedComposition | None = None
+        self._components: dict[str, int] | None = None
         self.checks: dict[str, Check] = {}
         self.op_checks: dict[str, Check] = {}
         self.anchors: dict[str, tuple[dict[str, list[int]], list[int]]] = {}
@@ -531,13 +532,17 @@ class Planner:
         choice = Choice(task.path, index, count)
         order_key = f"{task.path}>{method.name}"
         depth = task.depth if is_part(task.name) else task.depth + 1  # a split subtask: its own level
+        tail = not method.unordered and bool(method.subtasks) and \
+            self.recursive(task.name, method.subtasks[-1])
         for order in self.orders(order_key, size, method.unordered, prefs, chooser):
             rest = task.rest
             for i in reversed(order):
                 # an ordered method's last subtask takes its task's place, nothing after it
                 # waits on it: a recursion through it (Towers' rotate, exchange, rotate, ...)
                 # is a loop, which the state and network check cuts, not a nesting
-                level = task.depth if i == order[-1] and not method.unordered else depth
+                # (a last subtask that cannot lead back to its task still nests: max_depth
+                # bounds a chain of methods as the manual says)
+                level = task.depth if i == order[-1] and tail else depth
                 rest = Pending(method.subtasks[i], f"{here}#{i}", level,
                                (*task.trail, (here, not method.unordered, i)), rest)
             made = [choice]
@@ -546,6 +551,14 @@ class Planner:
             yield Node(rest, node.state, node.steps, (*node.choices, *made),
                        ((task.path, task.name, method.name), node.applied),
                        node.recent | {task.name} if self.repeats else node.recent)
+
+    def recursive(self, task: str, subtask: str) -> bool:
+        """Whether ``subtask`` can decompose back into ``task`` (the two are in one strongly
+        connected component of the task decomposition graph, :func:`components`)."""
+        if self._components is None:
+            self._components = components(self.by_task)
+        found = self._components.get(task)
+        return found is not None and found == self._components.get(subtask)
 
     def orders(self, key: str, size: int, unordered: bool, prefs: Mapping[str, ChoiceValue],
                chooser: Chooser | None) -> Iterator[tuple[int, ...]]:
@@ -582,6 +595,7 @@ class Planner:
             self.learned.methods.append(method)
             self.by_task[task.name] = (*self.methods(task.name), method)
             self.anchors.pop(task.name, None)
+            self._components = None
         else:
             record.update(rejected=rejected, detail=detail[:300])
         self.learned.verdicts[question] = method.name if method is not None else None
@@ -628,3 +642,54 @@ def regress(domain: Domain, steps: Sequence[Step], state: State) -> Predicate:
                 tests.setdefault(atom, atom if value else Not(atom))
         written.update(operator.effects.writes())
     return All(tuple(tests.values()))
+
+
+def components(by_task: Mapping[str, Sequence[Method]]) -> dict[str, int]:
+    """The strongly connected components of the task decomposition graph (a task, an edge to
+    every subtask of each of its methods), as task -> component number, for the tasks on a
+    cycle only (Tarjan's algorithm with an explicit stack: grounded domains have many thousand
+    tasks)."""
+    edges = {task: list(dict.fromkeys(s for m in methods for s in m.subtasks if s in by_task))
+             for task, methods in by_task.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: dict[str, int] = {}
+    for root in edges:
+        if root in index:
+            continue
+        work: list[tuple[str, int]] = [(root, 0)]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            task, next_edge = work[-1]
+            children = edges[task]
+            if next_edge < len(children):
+                work[-1] = (task, next_edge + 1)
+                child = children[next_edge]
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, 0))
+                elif child in on_stack:
+                    low[task] = min(low[task], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[task])
+            if low[task] == index[task]:
+                members = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    members.append(member)
+                    if member == task:
+                        break
+                if len(members) > 1 or task in edges[task]:
+                    for member in members:
+                        out[member] = index[task]
+    return out
