@@ -168,6 +168,12 @@ RECURSIVE = """(define (domain walk) (:requirements :typing :hierarchy)
     :effect (and (not (at ?a)) (at ?b))))
 """
 
+LOOK = "  (:action look :parameters (?s - spot) :precondition (at ?s) :effect (and))\n"
+NESTED = RECURSIVE.replace("(and (go ?a ?b) (reach ?s)))", "(and (go ?a ?b) (reach ?s) (look ?s)))").replace(
+    "  (:action go", LOOK + "  (:action go")
+"""The walk with a step after each recursion: the recursion nests (a recursion through a
+method's last subtask takes its task's place, and the depth limit does not bound it)."""
+
 
 def walk(n: int) -> str:
     spots = " ".join(f"s{i}" for i in range(n))
@@ -177,7 +183,7 @@ def walk(n: int) -> str:
 
 
 def test_the_limit_that_ended_the_search_is_named(tmp_path: Path) -> None:
-    d, p = write(tmp_path, RECURSIVE, walk(12))
+    d, p = write(tmp_path, NESTED, walk(12))
     solve(d, p)  # deeper than the first round of iterative deepening; loops are pruned
     out = tmp_path / "walk.yaml"
     made = CliRunner().invoke(cli, ["hddl", str(d), str(p), "--out", str(out), "--max-depth", "5"])
