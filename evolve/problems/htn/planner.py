@@ -532,8 +532,11 @@ class Planner:
         choice = Choice(task.path, index, count)
         order_key = f"{task.path}>{method.name}"
         depth = task.depth if is_part(task.name) else task.depth + 1  # a split subtask: its own level
-        tail = not method.unordered and bool(method.subtasks) and \
-            self.recursive(task.name, method.subtasks[-1])
+        # only under the last depth limit of the portfolio (max_depth): the shallower ones are
+        # there to stop a recursive method from wandering (AssemblyHierarchical depth03: 187
+        # steps found at limit 8 when its tail recursion did not nest, 23 when it did)
+        tail = self.limit >= self.domain.max_depth and not method.unordered and bool(method.subtasks) \
+            and self.recursive(task.name, method.subtasks[-1])
         for order in self.orders(order_key, size, method.unordered, prefs, chooser):
             rest = task.rest
             for i in reversed(order):
