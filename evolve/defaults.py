@@ -282,6 +282,15 @@ HTN_SEARCH_FACTOR = 4
 times the nodes the planner's first plan took in all (at least :data:`HTN_SEARCH_MIN_NODES`), so
 ``evolve run`` on a large domain costs a few first plans, not generations x population of them."""
 HTN_SEARCH_MIN_NODES = 50_000
+HTN_LNS_RATE = 0.5
+"""The share of the search's mutations over method choices that are a large-neighbourhood step
+(:mod:`evolve.problems.htn.lns`) on a parent whose decomposition is known: subtrees of its plan
+re-planned for the fewest actions."""
+HTN_LNS_NODES = 20_000
+"""Search nodes one large-neighbourhood step spends on re-planning subtrees, over all of them."""
+HTN_LNS_SUBTREE_NODES = 2_000
+"""Search nodes the re-planning of one subtree (one compound-task occurrence) may spend: its
+branch and bound ends there with the shortest sub-plan found so far."""
 HTN_VALIDATE_STATES = 256
 """Synthetic world states ``evolve validate-domain`` tries; more combinations are sampled."""
 HTN_FALLBACK_TEMPERATURE = 0.0

@@ -7,8 +7,10 @@ a plan whenever the domain has one, and different genomes give different valid
 decompositions (:class:`HtnChoices`, a representation of the engine's one loop,
 :class:`~evolve.search.loop.Search`): the best ``keep`` survive, the rest
 are children (a uniform crossover of two parents' choices with probability
-:data:`CROSSOVER_RATE`, then one choice changed; choice points a genome leaves
-open are drawn from the child's random stream), each distinct plan scored once
+:data:`CROSSOVER_RATE`, then one choice changed, or, for a parent's own genome, a
+large-neighbourhood step that re-plans subtrees of its plan for fewer actions,
+:mod:`evolve.problems.htn.lns`; choice points a genome leaves open are drawn
+from the child's random stream), each distinct plan scored once
 by the run's evaluator with the run's objectives. Decoding happens in this
 process, in child order, so results are the same for any number of workers,
 and so is what the fallback learns. The search stops (a ``bound``) once its decodings have
@@ -40,6 +42,7 @@ from evolve.problems.htn.fallback import DecompositionFallback
 from evolve.problems.htn.hddl import GOAL_OPERATOR, ROOT_TASK
 from evolve.problems.htn.hddl_plans import ipc_plan
 from evolve.problems.htn.heuristic import warm_up
+from evolve.problems.htn.lns import Memo, neighbour
 from evolve.problems.htn.planner import Learned, Planner
 from evolve.problems.htn.problem import HtnProblem, to_plan
 from evolve.search.algorithm import Candidate, EventSink
@@ -141,6 +144,8 @@ class HtnChoices:
         self.spent = 0
         """Nodes the decodings after the first plan have searched (see :meth:`at_bound`)."""
         self.allowance: int | None = None
+        self.memo = Memo()
+        """Sub-plans the large-neighbourhood steps found (a memo only: see :mod:`~evolve.problems.htn.lns`)."""
 
     def decode(self, genome: Genome, rng: np.random.Generator | None, parents: tuple[str, ...],
                operator: str) -> Offspring:
@@ -210,6 +215,18 @@ class HtnChoices:
         return crossover(a, b, rng), "crossover"
 
     def mutate(self, genome: Genome, rng: np.random.Generator) -> tuple[Genome, str] | None:
+        """With probability :data:`~evolve.defaults.HTN_LNS_RATE`, a large-neighbourhood step
+        (:func:`~evolve.problems.htn.lns.neighbour`: subtrees of the parent's plan re-planned for
+        fewer actions) when the parent's decomposition is known and one is found; else one choice
+        changed (:func:`mutate`)."""
+        if rng.random() < defaults.HTN_LNS_RATE:
+            tree = next((t for t in self.trees.values() if t.genome == genome), None)
+            if tree is not None:
+                shorter, nodes = neighbour(self.planner, tree, rng, self.memo)
+                if self.budget is not None:
+                    self.spent += nodes
+                if shorter is not None:
+                    return shorter, "lns"
         changed = mutate(genome, rng)
         return None if changed is None else (changed, "choice")
 
