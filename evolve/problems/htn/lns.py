@@ -6,10 +6,12 @@ plan's depth-first search, meanwhile, takes the first method that works at every
 (Rover: a rover reaches a waypoint by the first neighbour it may visit, so its path wanders,
 and the plan is twice the best known). This step keeps the rest of a plan and re-plans *parts*
 of it: an occurrence of a compound task (a subtree of the decomposition), from the state its
-first action started in, by a branch and bound on the number of actions (a best-first order on
-actions so far plus the relaxed composition's estimate; a node that cannot beat the best
-sub-plan found, or the occurrence's own length, is pruned; at most
-:data:`~evolve.defaults.HTN_LNS_SUBTREE_NODES` nodes). The shorter sub-plans' choices replace
+first action started in, by a branch and bound on the number of actions (best first on actions
+taken plus the primitive tasks still pending, a bound that never overestimates, so the first
+finished node is a shortest sub-plan; a node that cannot beat the occurrence's own length is
+pruned; at most :data:`~evolve.defaults.HTN_LNS_SUBTREE_NODES` nodes). The relaxed
+composition's estimate would guide it better but costs a pass over the ground model per state:
+on Rover p21 a step took 388 s with it and 2 s without. The shorter sub-plans' choices replace
 the occurrence's in the genome (its keys are the occurrence's paths), and the genome is decoded
 as any other: the planner checks every precondition of the whole plan, and the search keeps the
 child only if the run's objectives rank it better. Nothing here knows a domain: it reads the
