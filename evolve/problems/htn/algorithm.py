@@ -145,7 +145,8 @@ class HtnChoices:
         """Nodes the decodings after the first plan have searched (see :meth:`at_bound`)."""
         self.allowance: int | None = None
         self.memo = Memo()
-        """Sub-plans the large-neighbourhood steps found (a memo only: see :mod:`~evolve.problems.htn.lns`)."""
+        """Sub-plans the large-neighbourhood steps found (a memo only: see
+        :mod:`~evolve.problems.htn.lns`)."""
 
     def decode(self, genome: Genome, rng: np.random.Generator | None, parents: tuple[str, ...],
                operator: str) -> Offspring:

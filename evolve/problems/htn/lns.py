@@ -60,7 +60,8 @@ class Memo:
     """Sub-plans found, by (path, task, start state): their choices (None: none shorter than the
     bound), their length, and the nodes the search cost (charged again when reused)."""
 
-    found: dict[tuple[str, str, Facts, int, int], tuple[Genome | None, int, int]] = field(default_factory=dict)
+    found: dict[tuple[str, str, Facts, int, int], tuple[Genome | None, int, int]] = field(
+        default_factory=dict)
 
 
 def occurrences(tree: Decomposition) -> list[Occurrence]:
@@ -80,13 +81,13 @@ def occurrences(tree: Decomposition) -> list[Occurrence]:
     trail: dict[str, tuple[tuple[str, bool, int], ...]] = {}
     for index, step in enumerate(tree.steps):
         for level, (here, _, _) in enumerate(step.trail):
-            path = where.get(here)
-            if path is None:
+            above = where.get(here)
+            if above is None:
                 continue
-            if path not in first:
-                first[path] = index
-                trail[path] = step.trail[:level]
-            size[path] = size.get(path, 0) + 1
+            if above not in first:
+                first[above] = index
+                trail[above] = step.trail[:level]
+            size[above] = size.get(above, 0) + 1
     return [Occurrence(p, task_of[p], first[p], size[p], depth.get(p, 0), trail[p])
             for p in sorted(first, key=lambda p: (first[p], -size[p]))]
 
