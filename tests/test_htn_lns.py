@@ -110,3 +110,23 @@ def test_a_run_with_the_step_is_the_same_for_any_number_of_workers(tmp_path: Pat
         runs.append([(e["hash"], e["operator"]) for e in events if e["event"] == "candidate"])
     assert runs[0] == runs[1]
     assert any(op.endswith("lns") for _, op in runs[0])
+
+
+def test_a_resumed_run_steps_as_an_unbroken_one(tmp_path: Path) -> None:
+    """The decompositions the step re-plans are not in a checkpoint: they are decoded again from
+    the parents' genomes, so a run stopped after two generations and resumed to six writes the
+    events of a run never stopped."""
+    d, p = files(tmp_path)
+
+    def run(out: Path, generations: int, *more: str) -> list[tuple[str, str]]:
+        result = CliRunner().invoke(cli, ["run", str(d), str(p), "--jobs", "1", "--generations",
+                                          str(generations), "--seed", "3", "--no-report", *more])
+        assert result.exit_code == 0, result.output
+        events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+        return [(e["hash"], e["operator"]) for e in events if e["event"] == "candidate"]
+
+    unbroken = run(tmp_path / "whole", 6, "--out", str(tmp_path / "whole"))
+    run(tmp_path / "part", 2, "--out", str(tmp_path / "part"))
+    resumed = run(tmp_path / "part", 6, "--resume", str(tmp_path / "part"))
+    assert any(op.endswith("lns") for _, op in unbroken[len(unbroken) // 3:])
+    assert resumed == unbroken

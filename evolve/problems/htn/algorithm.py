@@ -115,6 +115,10 @@ def crossover(a: Genome, b: Genome, rng: np.random.Generator) -> Genome:
     return tuple(out)
 
 
+REDECODED = 64
+"""Parents' decompositions :meth:`HtnChoices.parent_tree` keeps (a memo: the oldest go first)."""
+
+
 class HtnChoices:
     """The :class:`~evolve.search.representation.Representation` of an HTN domain's
     decompositions: a genome is the planner's choices, decoded by a run of the planner.
@@ -144,6 +148,8 @@ class HtnChoices:
         self.spent = 0
         """Nodes the decodings after the first plan have searched (see :meth:`at_bound`)."""
         self.allowance: int | None = None
+        self.redecoded: dict[Genome, Decomposition | None] = {}
+        """Parents' decompositions for the large-neighbourhood step (:meth:`parent_tree`)."""
         self.memo = Memo()
         """Sub-plans the large-neighbourhood steps found (a memo only: see
         :mod:`~evolve.problems.htn.lns`)."""
@@ -221,7 +227,7 @@ class HtnChoices:
         fewer actions) when the parent's decomposition is known and one is found; else one choice
         changed (:func:`mutate`)."""
         if rng.random() < defaults.HTN_LNS_RATE:
-            tree = next((t for t in self.trees.values() if t.genome == genome), None)
+            tree = self.parent_tree(genome)
             if tree is not None:
                 shorter, nodes = neighbour(self.planner, tree, rng, self.memo)
                 if self.budget is not None:
@@ -230,6 +236,21 @@ class HtnChoices:
                     return shorter, "lns"
         changed = mutate(genome, rng)
         return None if changed is None else (changed, "choice")
+
+    def parent_tree(self, genome: Genome) -> Decomposition | None:
+        """The decomposition a large-neighbourhood step re-plans: the parent's genome decoded
+        again without a random stream, a function of the genome and the checkpointed limits
+        alone, so a resumed run steps exactly as an unbroken one (the decompositions its
+        children's decodings made are not in a checkpoint). Remembered for the survivors, and
+        not charged to the node bound, for the same reason."""
+        if genome not in self.redecoded:
+            outcome = self.planner.plan(genome, None, max_nodes=self.budget, first_depth=self.first_depth)
+            if isinstance(outcome, NoPlan) and outcome.reason == "seconds":
+                return None  # the deadline cut it: not a property of the genome
+            while len(self.redecoded) >= REDECODED:
+                del self.redecoded[next(iter(self.redecoded))]
+            self.redecoded[genome] = None if isinstance(outcome, NoPlan) else outcome
+        return self.redecoded[genome]
 
     def notes(self, digest: str, child: Offspring) -> dict[str, Any]:
         """What the fallback was asked since the last event, also by decodes that made no
