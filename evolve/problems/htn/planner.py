@@ -75,6 +75,7 @@ from evolve.problems.htn.domain import (
     truth,
 )
 from evolve.problems.htn.fallback import DecompositionFallback, FallbackReply
+from evolve.problems.htn.goal_reach import GoalReach
 from evolve.problems.htn.hddl_split import is_part
 from evolve.problems.htn.heuristic import INFINITE, Costs, RelaxedComposition
 from evolve.problems.htn.nodes import Node, Pending, finished, network_key
@@ -161,6 +162,10 @@ class Planner:
         for method in self.learned.methods:
             self.by_task[method.task] = (*self.by_task.get(method.task, ()), method)
         self._relaxation: RelaxedComposition | None = None
+        self._goal_reach: GoalReach | None = None
+        self.goal_check = fallback is None
+        """Whether a node whose tasks can no longer make a goal fact true is given up
+        (:mod:`~evolve.problems.htn.goal_reach`; off with a fallback, which can learn methods)."""
         self._components: dict[str, int] | None = None
         self.checks: dict[str, Check] = {}
         self.op_checks: dict[str, Check] = {}
@@ -183,6 +188,13 @@ class Planner:
 
     def methods(self, task: str) -> tuple[Method, ...]:
         return self.by_task.get(task, ())
+
+    def goal_reach(self) -> GoalReach:
+        """What each task can still make true of the goal (built on first use)."""
+        if self._goal_reach is None:
+            self._goal_reach = GoalReach(self.domain, self.by_task)
+            self.goal_check = self.goal_check and bool(self._goal_reach.need)  # nothing to watch
+        return self._goal_reach
 
     def plan(self, genome: Sequence[Choice] = (), chooser: Chooser | None = None,
              state: State | None = None, max_nodes: int | None = None,
@@ -388,6 +400,12 @@ class Planner:
                 self.blocked(node, f"{operator.name} needs {show(failing or operator.pre)} "
                                    f"(at {task.path})")
             return
+        if self.goal_check:  # at a compound task: where the choices that lose a goal fact show
+            fact = self.goal_reach().dead(task, node.state)
+            if fact is not None:
+                self.blocked(node, f"{fact} can no longer be made true: no task left reaches an "
+                                   f"action that adds it (at {task.path})")
+                return
         if self.repeats and task.name in node.recent:
             self.pruned = True
             self.blocked(node, f"{task.name} is decomposed again before any step (at {task.path})")
