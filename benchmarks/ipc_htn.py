@@ -111,14 +111,20 @@ def problems(folder: Path, every: int | None, n: int | None) -> list[tuple[Path,
     return out
 
 
+def evolve_run(domain_file: Path, problem_file: Path, seconds: float, generations: int,
+               out: Path) -> list[str]:
+    """What a user types: ``evolve run`` on one core, ``seconds`` of search, into ``out``."""
+    return [sys.executable, "-m", "evolve", "run", str(domain_file), str(problem_file), "--jobs", "1",
+            "--max-seconds", f"{seconds:g}", "--generations", str(generations), "--out", str(out),
+            "--force", "--no-report"]
+
+
 def run(domain_file: Path, problem_file: Path, timeout: float, workdir: Path,
         core: int | None = None) -> dict[str, Any]:
     """``evolve run`` on one problem, killed at ``timeout`` seconds; its plan verified. ``core``
     pins the run to that processor, so that runs side by side (``--jobs``) have one core each."""
     out = workdir / f"{problem_file.parent.name}-{problem_file.stem}"
-    command = [sys.executable, "-m", "evolve", "run", str(domain_file), str(problem_file), "--jobs", "1",
-               "--max-seconds", f"{timeout:g}", "--generations", "1000000", "--out", str(out),
-               "--force", "--no-report", "--json"]
+    command = [*evolve_run(domain_file, problem_file, timeout, 1_000_000, out), "--json"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
     pin = None if core is None else (lambda: os.sched_setaffinity(0, {core}))
     errors = workdir / f"{out.name}.stderr"
@@ -248,11 +254,9 @@ def warm_up(domain_file: Path, problem_file: Path, work: Path) -> None:
     """One untimed run before the timed ones, so that numba's on-disk cache of evolve's kernels
     is built (a checkout's first run compiles them, about 20 s, which would be charged to
     whichever problems ran first); the competition's planners were compiled ahead of time too."""
-    command = [sys.executable, "-m", "evolve", "run", str(domain_file), str(problem_file), "--jobs", "1",
-               "--max-seconds", "1", "--generations", "1", "--out", str(work / "warm-up"), "--force",
-               "--no-report"]
     began = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    done = subprocess.run(evolve_run(domain_file, problem_file, 1, 1, work / "warm-up"),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                           timeout=WARM_UP_SECONDS, check=False)
     print(f"warm-up (untimed, not counted): {problem_file.name}, exit {done.returncode}, "
           f"{time.perf_counter() - began:.1f} s", flush=True)

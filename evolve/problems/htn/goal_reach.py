@@ -38,17 +38,17 @@ class GoalReach:
     def __init__(self, domain: Domain, by_task: Mapping[str, Sequence[Method]]) -> None:
         finals = dict.fromkeys(m.subtasks[-1] for m in by_task.get(domain.goal, ())
                                if m.subtasks and m.subtasks[-1] in domain.operators)
-        facts = list(dict.fromkeys(f for op in finals for f in positive_facts(domain.operators[op].pre)))
-        self.facts = tuple(facts)
-        bit = {f: 1 << i for i, f in enumerate(facts)}
+        bit: dict[str, int] = {}
         self.need: dict[str, int] = {}
         """Final operator -> the bits of the facts its precondition needs."""
         for op in finals:
             mask = 0
             for f in positive_facts(domain.operators[op].pre):
-                mask |= bit[f]
+                mask |= bit.setdefault(f, 1 << len(bit))
             if mask:
                 self.need[op] = mask
+        facts = list(bit)
+        self.facts = tuple(facts)
         self.reach: dict[str, int] = {}
         """Task or operator -> the bits of the watched facts an operator below it adds."""
         for name, operator in domain.operators.items():
