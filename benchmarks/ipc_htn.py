@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evolve.model.plan import Plan, Task
+from evolve.model.plan_file import load_plan
 from evolve.problems.htn.hddl_plans import action_graph
 from evolve.problems.htn.hddl_syntax import read_files
 from evolve.problems.htn.hddl_verify import check_graph, verify
@@ -160,9 +160,7 @@ def run(domain_file: Path, problem_file: Path, timeout: float, workdir: Path,
     verdict = verify(*read_files(domain_file, problem_file), text)
     faults = list(verdict.faults)
     try:
-        tasks = json.loads((out / "best.json").read_text())["tasks"]  # HDDL names: not plan_from_dict's
-        actions, deps = action_graph(Plan(tasks=tuple(Task(id=t["id"], tool=t["tool"], deps=tuple(t["deps"]))
-                                                      for t in tasks)))
+        actions, deps = action_graph(load_plan(out / "best.json"))
         if len(actions) == len(verdict.actions):  # the same plan (a kill between the two writes)
             faults += check_graph(verdict, actions, deps)
     except (OSError, ValueError, KeyError, TypeError) as exc:

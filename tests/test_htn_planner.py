@@ -252,7 +252,8 @@ def test_operators_become_tools_and_the_goal_task_completes_the_plan() -> None:
     assert isinstance(problem, HtnProblem)
     tool = problem.tools["run_tests"]
     assert (tool.duration, tool.inputs, tool.outputs) == (120.0, ("tests_written",), ("tests_green",))
-    assert problem.criteria == ("htn:ship_change",)
+    assert problem.criteria == ("__htn_decomposed__",)
+    assert problem.tools["htn:ship_change"].outputs == ("__htn_decomposed__",)
     outcome = Planner(problem.htn()).plan()
     assert isinstance(outcome, Decomposition)
     plan = to_plan(problem.htn(), outcome)

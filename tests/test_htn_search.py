@@ -167,4 +167,4 @@ def test_the_fallback_needs_an_endpoint_and_an_htn_domain(tmp_path: Path) -> Non
     plain = CliRunner().invoke(cli, ["run", str(ROOT / "examples" / "refund.yaml"), "--htn-fallback", "llm",
                                      "--out", str(tmp_path / "r2")])
     assert plain.exit_code == 2 and "is for HTN domains" in plain.output
-    assert htn_problem_from_dict(DOMAIN).criteria == ("htn:deliver",)
+    assert htn_problem_from_dict(DOMAIN).criteria == ("__htn_decomposed__",)

@@ -392,3 +392,18 @@ def test_pauses_from_threads_that_end_out_of_order_leave_the_collector_running()
         seen.append(gc.isenabled())
     seen.append(gc.isenabled())
     assert seen == [False, True, False, False, True]
+
+
+@pytest.mark.parametrize("name", ["crm.refund", "mcp:github/create_issue", "drive(truck1,city2)",
+                                  "do_plane(p2,smooth,red)~when01", "noop()"])
+def test_tool_names_include_a_ground_actions_argument_list(name: str) -> None:
+    """What HDDL grounding names its tools is a tool name the catalog and plan readers accept."""
+    plan = plan_from_dict({"tasks": [{"id": "t1", "tool": name}]})
+    assert plan.tasks[0].tool == name
+
+
+@pytest.mark.parametrize("name", ["drive(truck1, city2)", "drive(truck1", "a)b", "a(b)(c)", "a~", "(a)",
+                                  "a(b)c"])
+def test_tool_names_still_refuse_spaces_and_unbalanced_lists(name: str) -> None:
+    with pytest.raises(InputError, match="is not a valid name"):
+        plan_from_dict({"tasks": [{"id": "t1", "tool": name}]})

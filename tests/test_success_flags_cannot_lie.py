@@ -36,7 +36,7 @@ from evolve.problems.htn import Planner, to_plan
 from evolve.problems.htn.decomposition import Decomposition, NoPlan
 from evolve.problems.htn.hddl_syntax import read_files
 from evolve.problems.htn.hddl_verify import check_graph, verify
-from evolve.problems.htn.problem import GOAL_TASK, goal_fact, htn_problem_from_dict, load_htn_problem
+from evolve.problems.htn.problem import GOAL_TASK, goal_tool, htn_problem_from_dict, load_htn_problem
 from evolve.problems.htn.validate import validate_domain
 from evolve.problems.htn.world import decomposes
 from evolve.problems.rcpsp.check import schedule_violations
@@ -79,7 +79,7 @@ def test_the_goal_marker_alone_is_not_a_feasible_htn_plan() -> None:
     the domain's goal must still decide (it was reported feasible before)."""
     for problem in (load_htn_problem(ROOT / "examples" / "htn" / "ladder.yaml"), htn_problem_from_dict(SHIP)):
         domain = problem.htn()
-        marker = Plan(tasks=(Task(GOAL_TASK, goal_fact(domain)),))
+        marker = Plan(tasks=(Task(GOAL_TASK, goal_tool(domain)),))
         assert validate(problem, marker) == []  # what a naive check stops at
         assert not feasible(problem, marker)
         outcome = Planner(domain).plan()
@@ -115,7 +115,7 @@ def test_an_htn_plan_whose_step_does_not_apply_is_not_feasible() -> None:
     ``achieves`` (CI not red, PR commented) and the validator has nothing to say, but
     ``comment_pr`` needs CI not red when it runs."""
     problem = load_htn_problem(ROOT / "examples" / "htn" / "ladder.yaml")
-    marker = Task(GOAL_TASK, goal_fact(problem.htn()), deps=("t2",))
+    marker = Task(GOAL_TASK, goal_tool(problem.htn()), deps=("t2",))
     early = Plan(tasks=(Task("t1", "comment_pr"),
                         Task("t2", "revert_commit", deps=("t1",), inputs={"ci_red": "$ci_red"}), marker))
     assert validate(problem, early) == []

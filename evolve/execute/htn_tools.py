@@ -7,7 +7,8 @@ from those outputs. The bound step returns one output per key the operator sets 
 later tasks read as ``$tN.key``) and the tool's own outputs under ``$result`` (what the world
 replay binds from), so a tool need not know the domain's keys. A binding whose path is not in the
 outputs, or holds no scalar, is a failure of that task, named, never a silent null. The goal
-marker (``htn:<goal>``) runs here too: it only marks the decomposition done.
+marker (``htn:<goal>``, which makes ``__htn_decomposed__``) runs here too: it only marks the
+decomposition done.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from typing import Any
 from evolve.execute.tools import Call, ToolFailure, ToolFn, reconciler
 from evolve.llm.argfill import ArgFiller, Filled
 from evolve.model.problem import Problem
-from evolve.problems.htn import Domain, HtnProblem
+from evolve.problems.htn import HtnProblem
 from evolve.problems.htn.domain import Operator, Unknown, first_failing, holds, show
-from evolve.problems.htn.problem import goal_fact
+from evolve.problems.htn.problem import GOAL_FACT, goal_tool
 from evolve.problems.htn.world import RESULT_KEY, apply_effects, resolve
 
 ARGFILL = "argfill.jsonl"
@@ -207,11 +208,8 @@ class BoundWriteStep(BoundStep):
 class GoalMarker:
     """The goal marker's tool: the decomposition is done (whether the goal holds is judged apart)."""
 
-    def __init__(self, domain: Domain) -> None:
-        self.fact = goal_fact(domain)
-
     def __call__(self, inputs: Mapping[str, Any], call: Call) -> Mapping[str, Any]:
-        return {self.fact: True}
+        return {GOAL_FACT: True}
 
 
 def bind_htn_tools(problem: Problem, tools: Mapping[str, ToolFn],
@@ -227,5 +225,5 @@ def bind_htn_tools(problem: Problem, tools: Mapping[str, ToolFn],
         if operator is not None and not isinstance(fn, BoundStep):
             kind = BoundWriteStep if reconciler(fn) else BoundStep
             table[name] = kind(fn, operator, filling)
-    table.setdefault(goal_fact(domain), GoalMarker(domain))
+    table.setdefault(goal_tool(domain), GoalMarker())
     return table

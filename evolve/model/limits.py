@@ -37,12 +37,14 @@ MAX_TEXT = 100_000
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
 """A fact, output or task id: what a ``$name`` / ``$task.name`` reference can spell."""
 
-TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-:/]*")
-"""A tool, scope or resource name: dotted and namespaced names allowed, never spaces or control
-characters."""
+TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-:/]*(\([A-Za-z0-9_.\-:/,]*\))?(~[A-Za-z0-9_]+)?")
+"""A tool, scope or resource name: dotted and namespaced names allowed, and a ground action's
+argument list (``drive(truck1,city2)``, what HDDL grounding names its tools, optionally with its
+``~variant``), never spaces or control characters."""
 
 NAME_RULE = "letters, digits, '_' and '-', starting with a letter or '_'"
-TOOL_NAME_RULE = "letters, digits and '_', '-', '.', ':', '/', starting with a letter or '_'"
+TOOL_NAME_RULE = ("letters, digits and '_', '-', '.', ':', '/', starting with a letter or '_', "
+                  "then optionally '(arguments,...)' and '~variant'")
 
 
 def name_problem(name: str, pattern: re.Pattern[str] = NAME) -> str | None:

@@ -31,8 +31,13 @@ GOAL_TASK = "goal"
 """The id of the plan's last task, which marks the goal decomposed."""
 
 
-def goal_fact(domain: Domain) -> str:
-    """The problem's criterion: the goal task's output."""
+GOAL_FACT = "__htn_decomposed__"
+"""The problem's one criterion, the goal marker's output: a fact name (what a criterion is), which
+no HDDL predicate can make (those start with a letter) and a domain's own state may not hold."""
+
+
+def goal_tool(domain: Domain) -> str:
+    """The goal marker's tool name (``htn:<goal>``): the plan's last task runs it."""
     return f"htn:{domain.goal}"
 
 
@@ -83,8 +88,12 @@ def tool_of(operator: Operator) -> Tool:
 def htn_problem(domain: Domain, catalog: Problem) -> HtnProblem:
     """The planning problem of ``domain``; ``catalog`` gives scopes, limits, resources and policy."""
     tools = {name: tool_of(op) for name, op in domain.operators.items()}
-    tools[goal_fact(domain)] = Tool(name=goal_fact(domain), duration=0.0, outputs=(goal_fact(domain),),
-                                    description=f"marks {domain.goal} decomposed")
+    if GOAL_FACT in domain.state or any(GOAL_FACT in op.effects.writes() for op in domain.operators.values()):
+        raise ValueError(f"{domain.source}: htn.state: {GOAL_FACT!r} is the goal marker's fact; "
+                         "a domain may not hold or set it")
+    marker = goal_tool(domain)
+    tools[marker] = Tool(name=marker, duration=0.0, outputs=(GOAL_FACT,),
+                         description=f"marks {domain.goal} decomposed")
     for op in domain.operators.values():
         for res, amount in op.uses.items():
             if res not in catalog.resources:
@@ -93,7 +102,7 @@ def htn_problem(domain: Domain, catalog: Problem) -> HtnProblem:
             if amount > catalog.resources[res]:
                 raise ValueError(f"{domain.source}: htn.operators.{op.name}.uses.{res}: needs {amount:g} "
                                  f"but the capacity of {res!r} is {catalog.resources[res]:g}")
-    return HtnProblem(tools=tools, initial=tuple(domain.state), criteria=(goal_fact(domain),),
+    return HtnProblem(tools=tools, initial=tuple(domain.state), criteria=(GOAL_FACT,),
                       scopes=catalog.scopes, limits=catalog.limits, resources=dict(catalog.resources),
                       policy=catalog.policy, name=domain.name, objective=f"decompose {domain.goal}",
                       domain=domain)
@@ -149,7 +158,7 @@ def to_plan(domain: Domain, decomposition: Decomposition) -> Plan:
                           else None))
     keep = essential(goal_preds, set(final.values()), ancestors)
     goal_inputs = {k: f"${task_id(w)}.{k}" for k, w in sorted(final.items())}
-    tasks.append(Task(id=GOAL_TASK, tool=goal_fact(domain), deps=tuple(task_id(d) for d in keep),
+    tasks.append(Task(id=GOAL_TASK, tool=goal_tool(domain), deps=tuple(task_id(d) for d in keep),
                       inputs=goal_inputs))
     return Plan(tasks=tuple(tasks))
 

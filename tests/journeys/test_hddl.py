@@ -1,0 +1,63 @@
+"""An HTN user's path: ``evolve run DOMAIN.hddl PROBLEM.hddl`` on a competition problem, then
+``validate``, ``report`` and ``show`` on what it wrote, and a run killed after its first plan
+resumed. What ``run`` wrote (``problem.json``, ``best.json``) is what the next command reads."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from evolve.problems.htn.hddl_syntax import read_files
+from evolve.problems.htn.hddl_verify import verify
+
+from .conftest import Journey
+
+TRACK = Path(__file__).resolve().parents[3] / "shared" / "data" / "ipc2020-htn" / "total-order"
+WOOD = TRACK / "Woodworking"
+PROBLEM = WOOD / "01--p01-complete.hddl"
+
+pytestmark = pytest.mark.skipif(not PROBLEM.exists(), reason="the IPC 2020 files are not here")
+
+
+def faults(domain: Path, problem: Path, plan: Path) -> list[str]:
+    """What the verifier written apart from the planner finds wrong with ``plan``."""
+    return list(verify(*read_files(domain, problem), plan.read_text()).faults)
+
+
+def test_run_then_validate_report_and_show(journey: Journey) -> None:
+    """Every ground action name HDDL grounding makes (``do_plane(p2,smooth,...)``) is a tool name
+    the catalog reader accepts: ``validate`` takes the run's own ``problem.json`` and plan."""
+    journey.evolve("run", WOOD / "domain.hddl", PROBLEM, "--max-seconds", "3", "--out", "wood")
+    run = journey.home / "wood"
+    assert faults(WOOD / "domain.hddl", PROBLEM, run / "best.ipc") == []
+    valid = journey.evolve("validate", run / "best.json", "--problem", run / "problem.json")
+    assert "valid" in valid.stdout and "NOT" not in valid.stdout, valid.stdout
+    journey.evolve("report", run)
+    assert (run / "report.html").stat().st_size > 0
+    shown = journey.shell("evolve show wood | head -1")
+    assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
+
+
+def test_killed_after_the_first_plan_resumes(journey: Journey) -> None:
+    """SIGKILL once ``best.ipc`` is on disk: the plan left there is valid, and ``--resume``
+    finishes the run with a plan that ``validate`` accepts."""
+    domain, problem = TRACK / "Barman-BDI" / "domain.hddl", TRACK / "Barman-BDI" / "pfile01.hddl"
+    if not problem.exists():
+        pytest.skip("Barman-BDI is not here")
+    command = ("run", domain, problem, "--max-seconds", "8", "--seed", "3")
+    child = journey.start(*command, "--out", "bar")
+    run = journey.home / "bar"
+    deadline = time.monotonic() + 30
+    while not (run / "checkpoint.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=10)
+    assert (run / "best.ipc").exists(), "no plan on disk after the first checkpoint"
+    assert faults(domain, problem, run / "best.ipc") == []
+    journey.evolve(*command, "--resume", run)
+    assert faults(domain, problem, run / "best.ipc") == []
+    journey.evolve("validate", run / "best.json", "--problem", run / "problem.json")
