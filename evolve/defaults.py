@@ -291,6 +291,12 @@ HTN_LNS_NODES = 20_000
 HTN_LNS_SUBTREE_NODES = 2_000
 """Search nodes the re-planning of one subtree (one compound-task occurrence) may spend: its
 branch and bound ends there with the shortest sub-plan found so far."""
+MEMORY_FLOOR_SHARE = 0.1
+"""An HTN search stops (``memory``: no plan, or the best so far kept) once the machine's free
+memory is below this share of it, so the kernel's OOM killer never ends a run without a word
+(see :mod:`evolve.problems.htn.memory`)."""
+MEMORY_CHECK_SECONDS = 0.1
+"""How often that free memory is read: a search grows by a few tens of megabytes in that time."""
 HTN_VALIDATE_STATES = 256
 """Synthetic world states ``evolve validate-domain`` tries; more combinations are sampled."""
 HTN_FALLBACK_TEMPERATURE = 0.0

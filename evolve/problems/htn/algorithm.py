@@ -43,6 +43,7 @@ from evolve.problems.htn.hddl import GOAL_OPERATOR, ROOT_TASK
 from evolve.problems.htn.hddl_plans import ipc_plan
 from evolve.problems.htn.heuristic import warm_up
 from evolve.problems.htn.lns import Memo, neighbour
+from evolve.problems.htn.memory import MemoryGuard
 from evolve.problems.htn.planner import Learned, Planner
 from evolve.problems.htn.problem import HtnProblem, to_plan
 from evolve.search.algorithm import Candidate, EventSink
@@ -123,14 +124,17 @@ class HtnChoices:
     """The :class:`~evolve.search.representation.Representation` of an HTN domain's
     decompositions: a genome is the planner's choices, decoded by a run of the planner.
     ``on_best`` hears each better plan (see the module docstring); ``timed``, a run with a time
-    budget, has no node bound (:meth:`at_bound`)."""
+    budget, has no node bound (:meth:`at_bound`); ``memory`` stops every decoding once the
+    machine's free memory runs low (default: :class:`~evolve.problems.htn.memory.MemoryGuard`'s)."""
 
     crossover_rate: float | None = CROSSOVER_RATE
     improves = False
 
     def __init__(self, problem: HtnProblem, fallback: DecompositionFallback | None = None,
-                 on_best: BestSink | None = None, timed: bool = False) -> None:
+                 on_best: BestSink | None = None, timed: bool = False,
+                 memory: MemoryGuard | None = None) -> None:
         self.problem = problem
+        self.memory = memory if memory is not None else MemoryGuard()
         self.domain = problem.htn()
         self.hddl = self.domain.goal == ROOT_TASK and GOAL_OPERATOR in self.domain.operators
         self.fallback = fallback
@@ -142,7 +146,7 @@ class HtnChoices:
         """The decompositions of the population's plans, by plan hash (for ``on_best``)."""
         self.learned = Learned()
         self.reported = 0
-        self.planner = Planner(self.domain, fallback, self.learned)
+        self.planner = Planner(self.domain, fallback, self.learned, self.memory)
         self.budget: int | None = None
         self.first_depth: int | None = None
         self.spent = 0
@@ -165,7 +169,7 @@ class HtnChoices:
         meta: dict[str, Any] = {}
         if isinstance(outcome, NoPlan):
             meta["htn"] = {"no_plan": str(outcome), "nodes": outcome.nodes, "exhausted": outcome.exhausted}
-            plan = None if outcome.reason == "seconds" else Plan()
+            plan = None if outcome.stopped else Plan()
             return Offspring(plan, parents, operator, meta, genome=genome)
         meta["htn"] = {"choices": genome_doc(outcome.genome), "nodes": outcome.nodes,
                        "depth_limit": outcome.limit}
@@ -245,8 +249,8 @@ class HtnChoices:
         not charged to the node bound, for the same reason."""
         if genome not in self.redecoded:
             outcome = self.planner.plan(genome, None, max_nodes=self.budget, first_depth=self.first_depth)
-            if isinstance(outcome, NoPlan) and outcome.reason == "seconds":
-                return None  # the deadline cut it: not a property of the genome
+            if isinstance(outcome, NoPlan) and outcome.stopped:
+                return None  # the deadline (or the memory) cut it: not a property of the genome
             while len(self.redecoded) >= REDECODED:
                 del self.redecoded[next(iter(self.redecoded))]
             self.redecoded[genome] = None if isinstance(outcome, NoPlan) else outcome
@@ -283,7 +287,10 @@ class HtnChoices:
         :data:`~evolve.defaults.HTN_SEARCH_MIN_NODES`): its cost stays proportional to what
         finding one plan cost, in nodes, so the same run stops at the same generation on
         any machine; the best plan kept is never worse than the first (survivors stay). A run
-        with a time budget (``timed``) has no such bound: it improves its plan until the time is up."""
+        with a time budget (``timed``) has no such bound: it improves its plan until the time is up.
+        Either stops once the machine's free memory runs low (the best plan so far kept)."""
+        if self.memory.tripped is not None:
+            return f"{self.memory.describe()}: the search stopped with the best plan so far"
         if not self.timed and self.allowance is not None and self.spent >= self.allowance:
             return (f"the search over method choices searched {self.spent} nodes, "
                     f">= {defaults.HTN_SEARCH_FACTOR} x the first plan's (at least "
@@ -304,7 +311,7 @@ class HtnChoices:
         self.learned, self.reported = state["learned"], state["reported"]
         self.budget, self.first_depth = state["budget"], state["first_depth"]
         self.spent, self.allowance = state["spent"], state["allowance"]
-        self.planner = Planner(self.domain, self.fallback, self.learned)
+        self.planner = Planner(self.domain, self.fallback, self.learned, self.memory)
         loader = getattr(self.fallback, "restore_checkpoint", None)
         if callable(loader) and state.get("fallback") is not None:
             loader(state["fallback"])

@@ -62,7 +62,8 @@ class Decomposition:
 class NoPlan:
     """No plan: ``reason`` is ``no-plan`` (the space is exhausted: there is none), ``depth``
     (none within max_depth, which cut the search), ``budget`` (max_nodes ran out first) or
-    ``seconds`` (the planner's deadline, a run's ``--max-seconds``, came first);
+    ``seconds`` (the planner's deadline, a run's ``--max-seconds``, came first), ``memory``
+    (the machine's free memory ran low: :mod:`~evolve.problems.htn.memory`);
     ``blocked`` names what stopped the deepest attempt and ``limit`` the limit's value."""
 
     reason: str
@@ -77,10 +78,19 @@ class NoPlan:
         if self.reason == "seconds":
             return (f"no plan within max-seconds (the time ran out after {self.nodes} nodes; raise "
                     f"--max-seconds); deepest attempt: {self.blocked}")
+        if self.reason == "memory":
+            return (f"no plan before the memory ran out (after {self.nodes} nodes, {self.blocked}); "
+                    "a problem this size needs a machine with more memory")
         if self.reason == "depth":
             return (f"no plan within max_depth {self.limit} (the depth limit cut the search; raise "
                     f"--max-depth); deepest attempt: {self.blocked}")
         return f"no plan: {self.blocked}"
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the search was stopped from outside (time, memory): not a property of what
+        it searched."""
+        return self.reason in ("seconds", "memory")
 
     @property
     def exhausted(self) -> bool:

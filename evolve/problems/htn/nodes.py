@@ -65,6 +65,19 @@ def network_key(node: Node) -> tuple[tuple[object, tuple[str, ...]], tuple[int, 
     return (frozenset(node.state.items()), names), depths
 
 
+SHORT_PATH = 6
+"""Segments of a task's path a message shows in full: a longer one (a recursion hundreds of
+decompositions deep is tens of kilobytes) shows its first two and its last three."""
+
+
+def short_path(path: str) -> str:
+    """``path`` for a message: ``a/b/... 412 more .../x/y/z`` when it is long."""
+    parts = path.split("/")
+    if len(parts) <= SHORT_PATH:
+        return path
+    return "/".join((*parts[:2], f"... {len(parts) - 5} more ...", *parts[-3:]))
+
+
 def unlink(applied: Applied) -> tuple[tuple[str, str, str], ...]:
     """The methods applied, oldest first (the linked list as a tuple)."""
     out = []

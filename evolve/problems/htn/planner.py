@@ -78,7 +78,8 @@ from evolve.problems.htn.fallback import DecompositionFallback, FallbackReply
 from evolve.problems.htn.goal_reach import GoalReach
 from evolve.problems.htn.hddl_split import is_part
 from evolve.problems.htn.heuristic import INFINITE, Costs, RelaxedComposition
-from evolve.problems.htn.nodes import Node, Pending, finished, network_key
+from evolve.problems.htn.memory import MemoryGuard
+from evolve.problems.htn.nodes import Node, Pending, finished, network_key, short_path
 
 Check = tuple[tuple[str, ...], tuple[str, ...]] | Literal[False]
 """A guard compiled by :func:`literals`: the keys it needs set and unset, or False (walk it)."""
@@ -144,8 +145,10 @@ class Planner:
     """
 
     def __init__(self, domain: Domain, fallback: DecompositionFallback | None = None,
-                 learned: Learned | None = None) -> None:
+                 learned: Learned | None = None, memory: MemoryGuard | None = None) -> None:
         self.domain = domain
+        self.memory = memory if memory is not None else MemoryGuard()
+        """Stops every search (``memory``) once the machine's free memory runs low."""
         self.fallback = fallback
         self.learned = learned if learned is not None else Learned()
         self.deepest: tuple[int, str] = (-1, "")
@@ -223,7 +226,7 @@ class Planner:
             finally:
                 self.repeats = False
             if isinstance(quick, Decomposition) or not quick.exhausted or quick.nodes >= total \
-                    or quick.reason == "seconds":
+                    or quick.stopped:
                 return quick
             guided = self.best_first(root, start, total - quick.nodes)
             return replace(guided, nodes=guided.nodes + quick.nodes)
@@ -253,8 +256,9 @@ class Planner:
                 if isinstance(outcome, Decomposition):
                     return replace(outcome, nodes=used, limit=limit)
                 last = outcome
-                if outcome.reason in ("no-plan", "seconds") or (outcome.reason == "depth" and not self.cut):
-                    return replace(outcome, nodes=used)  # no plan (but for repeats cut), or no time left
+                if outcome.reason == "no-plan" or outcome.stopped or \
+                        (outcome.reason == "depth" and not self.cut):
+                    return replace(outcome, nodes=used)  # no plan (but for repeats cut), or stopped
                 if outcome.reason == "depth":  # exhausted within this limit: close it
                     limits = [x for x in limits if x > limit]
                 elif not self.cut:  # the budget ran out before the depth mattered
@@ -288,8 +292,8 @@ class Planner:
             # met before with at least as much depth left and no more repeats cut below it
             if before and len(before) == len(depths) and cut_before <= node.recent and \
                     all(b <= d for b, d in zip(before, depths)):
-                self.blocked(node, "every way on returns to a state and task network already "
-                                   f"searched (a cycle, at {node.pending.path})")
+                self.blocked(node, "every way on returns to a state and task network already searched "
+                                   "(a cycle)", node.pending.path)
                 continue  # met before with at least as much depth left: nothing new below
             seen[key] = depths, node.recent
             stack.append(self.expand(node, prefs, chooser, use_fallback))
@@ -341,8 +345,8 @@ class Planner:
                 child_facts = facts if child.state is node.state else frozenset(child.state.items())
                 value = estimate(child, child_facts)
                 if value >= INFINITE:
-                    self.blocked(child, "the relaxed problem proves the remaining tasks can never "
-                                        f"be done (at {node.pending.path})")
+                    self.blocked(child, "the relaxed problem proves the remaining tasks can never be "
+                                        "done", node.pending.path)
                     continue
                 tie -= 1
                 heapq.heappush(queue, (value, tie, child))
@@ -361,10 +365,14 @@ class Planner:
         return NoPlan("budget", self.deepest[1] or "nothing tried", nodes, self.domain.max_nodes)
 
     def past_deadline(self) -> bool:
-        return self.deadline is not None and time.perf_counter() >= self.deadline
+        """Whether every search must stop now: the :attr:`deadline` passed, or :attr:`memory`
+        tripped."""
+        return (self.deadline is not None and time.perf_counter() >= self.deadline) or self.memory.low()
 
     def out_of_time(self, nodes: int) -> NoPlan:
-        """The outcome of a search stopped by :attr:`deadline` after ``nodes``."""
+        """The outcome of a search stopped by :attr:`deadline` or :attr:`memory` after ``nodes``."""
+        if self.memory.tripped is not None:
+            return NoPlan("memory", self.memory.describe(), nodes)
         return NoPlan("seconds", self.deepest[1] or "nothing tried", nodes)
 
     def exhausted(self, nodes: int) -> NoPlan:
@@ -374,10 +382,12 @@ class Planner:
             return NoPlan("depth", self.deepest[1] or "nothing tried", nodes, self.domain.max_depth)
         return NoPlan("no-plan", self.deepest[1] or f"nothing decomposes {self.domain.goal!r}", nodes)
 
-    def blocked(self, node: Node, text: str) -> None:
-        """Remember the failure of the attempt that got furthest (most steps applied)."""
+    def blocked(self, node: Node, why: str, at: str = "") -> None:
+        """Remember the failure of the attempt that got furthest (most steps applied), ``at``
+        that task's path, shortened (:func:`~evolve.problems.htn.nodes.short_path`) and only
+        then: most nodes meet a failure, and a deep path is kilobytes of text."""
         if len(node.steps) > self.deepest[0]:
-            self.deepest = (len(node.steps), text)
+            self.deepest = (len(node.steps), f"{why} (at {short_path(at)})" if at else why)
 
     def expand(self, node: Node, prefs: Mapping[str, ChoiceValue], chooser: Chooser | None,
                use_fallback: bool) -> Iterator[Node]:
@@ -387,7 +397,7 @@ class Planner:
         domain = self.domain
         if task.depth > self.limit:
             self.cut = True
-            self.blocked(node, f"depth {self.limit} reached at {task.path}")
+            self.blocked(node, f"depth {self.limit} reached at {short_path(task.path)}")
             return
         operator = domain.operators.get(task.name)
         if operator is not None:
@@ -397,18 +407,17 @@ class Planner:
                            node.applied)  # a step: nothing recent
             elif len(node.steps) > self.deepest[0]:
                 failing = first_failing(operator.pre, node.state)
-                self.blocked(node, f"{operator.name} needs {show(failing or operator.pre)} "
-                                   f"(at {task.path})")
+                self.blocked(node, f"{operator.name} needs {show(failing or operator.pre)}", task.path)
             return
         if self.goal_check:  # at a compound task: where the choices that lose a goal fact show
             fact = self.goal_reach().dead(task, node.state)
             if fact is not None:
                 self.blocked(node, f"{fact} can no longer be made true: no task left reaches an "
-                                   f"action that adds it (at {task.path})")
+                                   "action that adds it", task.path)
                 return
         if self.repeats and task.name in node.recent:
             self.pruned = True
-            self.blocked(node, f"{task.name} is decomposed again before any step (at {task.path})")
+            self.blocked(node, f"{task.name} is decomposed again before any step", task.path)
             return
         methods = self.methods(task.name)
         applicable = False
@@ -425,14 +434,14 @@ class Planner:
                     if failing is None and not holds(method.pre, node.state):
                         failing = method.pre
                     why = show(failing) if failing is not None else self.opening(method, node.state)
-                    self.blocked(node, f"method {method.name} of {task.name} needs {why} (at {task.path})")
+                    self.blocked(node, f"method {method.name} of {task.name} needs {why}", task.path)
                 continue
             applicable = True
             yield from self.apply_method(node, task, method, index, len(methods), prefs, chooser)
         if applicable:
             return
         if not methods:
-            self.blocked(node, f"no method for {task.name} (at {task.path})")
+            self.blocked(node, f"no method for {task.name}", task.path)
         if use_fallback and self.fallback is not None:
             learned = self.ask(task, node.state)
             if learned is not None:
