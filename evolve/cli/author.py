@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import click
-import yaml
 
 from evolve import defaults
 from evolve.cli.common import EXIT_NO, EXIT_OK, FiniteFloatRange, friendly, runs_root
@@ -20,6 +19,7 @@ from evolve.llm.cache import ReplyCache, default_cache_dir
 from evolve.llm.client import ChatClient
 from evolve.llm.factory import API_KEY_ENV, api_key_from_env
 from evolve.llm.trace import read_trace
+from evolve.model.documents import document_text, write_text_file
 from evolve.problems.htn.writer import domain_to_dict
 from evolve.run.folder import make_folder, new_run_dir
 
@@ -93,8 +93,7 @@ def author(trace_file: str, out_file: str, n: int, generations: int, name: str |
             click.echo(f"  {failure}")
         click.echo(f"run folder: {folder}/ (prompt.json, candidates/, candidates.jsonl, summary.json)")
         sys.exit(EXIT_NO)
-    Path(out_file).write_text(yaml.safe_dump(domain_to_dict(passer.verdict.domain), sort_keys=False,
-                                             allow_unicode=True), encoding="utf-8")
+    write_text_file(out_file, document_text(domain_to_dict(passer.verdict.domain), out_file))
     summary["written"] = {"file": out_file, "candidate": passer.id}
     (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     click.echo(f"wrote {out_file}: {passer.id} (generation {passer.generation}) passes "

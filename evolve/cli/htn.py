@@ -9,11 +9,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import click
-import yaml
 
 from evolve import defaults
 from evolve.cli.common import friendly
-from evolve.model.documents import read_document, write_text_file
+from evolve.model.documents import document_text, read_document, write_text_file
 from evolve.model.errors import InputError
 from evolve.model.problem import Problem
 from evolve.problems.htn import (
@@ -166,7 +165,8 @@ def validate_domain_cmd(domain_file: str, max_states: int, seed: int, as_json: b
 @click.argument("domain_file", type=click.Path(dir_okay=False, exists=True))
 @click.argument("problem_file", type=click.Path(dir_okay=False, exists=True))
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), required=True,
-              help="The HTN domain file to write (YAML), for evolve run and validate-domain.")
+              help="The HTN domain file to write (JSON for a .json name, else YAML), for evolve "
+                   "run, validate and validate-domain.")
 @limit_options
 @friendly
 def hddl_cmd(domain_file: str, problem_file: str, out_file: str, max_depth: int | None,
@@ -174,7 +174,7 @@ def hddl_cmd(domain_file: str, problem_file: str, out_file: str, max_depth: int 
     """Ground an HDDL domain and problem into an HTN domain file (see docs/hddl.md)."""
     document = hddl_document(domain_file, problem_file, max_depth, max_nodes)
     htn_problem_from_dict(document, problem_file)  # checked like any domain file
-    write_text_file(out_file, yaml.safe_dump(document, sort_keys=False))
+    write_text_file(out_file, document_text(document, out_file))
     click.echo(f"wrote {out_file} ({len(document['htn']['operators'])} ground operators, "
                f"{len(document['htn']['methods'])} ground methods)", err=True)
 

@@ -267,6 +267,14 @@ def write_text_file(path: str | Path, text: str) -> None:
         raise InputError(str(path), "", f"cannot write {describe(path)} ({exc.strerror or exc})") from None
 
 
+def document_text(doc: Any, path: str | Path) -> str:
+    """``doc`` as the text :func:`read_document` reads back from ``path``: JSON for a ``.json``
+    name, YAML (keys in their order) for any other."""
+    if str(path).endswith(".json"):
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+
+
 def read_document(path: str | Path) -> Any:
     """Parse a YAML or JSON file (JSON is YAML, but its errors read better from ``json``), within
     the bounds of :mod:`evolve.model.limits`."""

@@ -4,9 +4,11 @@ resumed. What ``run`` wrote (``problem.json``, ``best.json``) is what the next c
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,16 +31,34 @@ def faults(domain: Path, problem: Path, plan: Path) -> list[str]:
 
 def test_run_then_validate_report_and_show(journey: Journey) -> None:
     """Every ground action name HDDL grounding makes (``do_plane(p2,smooth,...)``) is a tool name
-    the catalog reader accepts: ``validate`` takes the run's own ``problem.json`` and plan."""
+    the catalog reader accepts: ``validate`` takes the run's own ``problem.json`` and plan, and the
+    domain ``evolve hddl`` writes; both refuse the plan with its last action cut."""
     journey.evolve("run", WOOD / "domain.hddl", PROBLEM, "--max-seconds", "3", "--out", "wood")
     run = journey.home / "wood"
     assert faults(WOOD / "domain.hddl", PROBLEM, run / "best.ipc") == []
     valid = journey.evolve("validate", run / "best.json", "--problem", run / "problem.json")
     assert "valid" in valid.stdout and "NOT" not in valid.stdout, valid.stdout
+    journey.evolve("hddl", WOOD / "domain.hddl", PROBLEM, "--out", "wood.json")
+    journey.evolve("validate", run / "best.json", "--problem", "wood.json")
+    cut = cut_last_step(json.loads((run / "best.json").read_text()))
+    (journey.home / "cut.json").write_text(json.dumps(cut))
+    for problem in (run / "problem.json", journey.home / "wood.json"):
+        refused = journey.evolve("validate", "cut.json", "--problem", problem, status=1)
+        assert "blocked" in refused.stdout, refused.stdout
     journey.evolve("report", run)
     assert (run / "report.html").stat().st_size > 0
     shown = journey.shell("evolve show wood | head -1")
     assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
+
+
+def cut_last_step(plan: dict[str, Any]) -> dict[str, Any]:
+    """``plan`` without its last action (and what named it): a plan that no longer reaches the goal."""
+    steps = [t for t in plan["tasks"] if not t["tool"].startswith("htn:") and t["tool"] != "__goal__"]
+    last = steps[-1]["id"]
+    tasks = [{**t, "deps": [d for d in t["deps"] if d != last],
+              "inputs": {k: v for k, v in t["inputs"].items() if not v.startswith(f"${last}.")}}
+             for t in plan["tasks"] if t["id"] != last]
+    return {**plan, "tasks": tasks}
 
 
 def test_killed_after_the_first_plan_resumes(journey: Journey) -> None:
