@@ -116,10 +116,10 @@ def shortest(planner: Planner, occurrence: Occurrence, state: Mapping[str, Value
         """Actions the node has taken and its pending primitive tasks will take (its compound
         ones may take none): a bound that never overestimates."""
         names = node.pending.network[0] if node.pending is not None else ()
-        return len(node.steps) + sum(1 for n in names if n in operators)
+        return node.length + sum(1 for n in names if n in operators)
 
     root = Pending(occurrence.task, occurrence.path, occurrence.depth, occurrence.trail, None)
-    start = Node(root, state, (), ())
+    start = Node(root, state)
     tie = 0
     queue: list[tuple[int, int, Node, Facts | None]] = [(least(start), tie, start, None)]
     best: Genome | None = None
@@ -133,14 +133,14 @@ def shortest(planner: Planner, occurrence: Occurrence, state: Mapping[str, Value
         if nodes % CLOCK_EVERY == 0 and planner.past_deadline():
             break
         if node.pending is None:
-            best, bound = finished(node, nodes).genome, len(node.steps)
+            best, bound = finished(node, nodes).genome, node.length
             break  # the first finished node popped is a shortest one
         if facts is None:
             facts = frozenset(node.state.items())
         key = (facts, node.pending.network[0])
-        if seen.get(key, bound) <= len(node.steps):
+        if seen.get(key, bound) <= node.length:
             continue
-        seen[key] = len(node.steps)
+        seen[key] = node.length
         for child in planner.expand(node, {}, None, False):
             value = least(child)
             if value >= bound:

@@ -2,9 +2,10 @@
 
 Both of :class:`~evolve.problems.htn.planner.Planner`'s searches (depth-first and best-first)
 expand these and keep millions of them on large grounded domains, so they share structure: the
-pending tasks and the methods applied are linked lists (a child pushes its subtasks onto its
-parent's rest in O(1)), and a node is turned into a plan only once nothing is pending
-(:func:`finished`).
+pending tasks, the steps taken, the choices made and the methods applied are linked lists (a
+child pushes onto its parent's in O(1): as tuples, a plan of n steps cost n^2 / 2 copied entries
+on its way, and a node of a long plan held its own copy), and a node is turned into a plan only
+once nothing is pending (:func:`finished`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from evolve.problems.htn.decomposition import Choice, Decomposition, Step
 from evolve.problems.htn.domain import Value
@@ -45,18 +47,26 @@ class Pending:
 
 Applied = tuple[tuple[str, str, str], "Applied"] | None
 """The methods applied so far, newest first (a linked list, so a node extends it in O(1))."""
+Steps = tuple[Step, "Steps"] | None
+"""The steps taken so far, newest first."""
+Choices = tuple[Choice, "Choices"] | None
+"""The choices made so far, newest first."""
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Node:
     pending: Pending | None
     state: Mapping[str, Value]
-    steps: tuple[Step, ...]
-    choices: tuple[Choice, ...]
+    steps: Steps = None
+    choices: Choices = None
     applied: Applied = None
     recent: frozenset[str] = frozenset()
     """The compound tasks decomposed since the last primitive step on this branch (the state
     has not changed since): one of them met again is a recursion that made no progress."""
+    length: int = 0
+    """How many steps ``steps`` holds."""
 
 
 def network_key(node: Node) -> tuple[tuple[object, tuple[str, ...]], tuple[int, ...]]:
@@ -78,12 +88,12 @@ def short_path(path: str) -> str:
     return "/".join((*parts[:2], f"... {len(parts) - 5} more ...", *parts[-3:]))
 
 
-def unlink(applied: Applied) -> tuple[tuple[str, str, str], ...]:
-    """The methods applied, oldest first (the linked list as a tuple)."""
+def unlink(linked: tuple[T, Any] | None) -> tuple[T, ...]:
+    """A linked list (newest first) as a tuple, oldest first."""
     out = []
-    while applied is not None:
-        out.append(applied[0])
-        applied = applied[1]
+    while linked is not None:
+        out.append(linked[0])
+        linked = linked[1]
     return tuple(reversed(out))
 
 
@@ -91,5 +101,5 @@ def finished(node: Node, nodes: int) -> Decomposition:
     """The plan of a node with nothing pending, found at the search's ``nodes``-th node: its
     choices deduplicated by key (the last made wins) and sorted, as a
     :data:`~evolve.problems.htn.decomposition.Genome` is."""
-    genome = tuple(sorted({c.key: c for c in node.choices}.values(), key=lambda c: c.key))
-    return Decomposition(node.steps, genome, node.state, nodes, unlink(node.applied))
+    genome = tuple(sorted({c.key: c for c in unlink(node.choices)}.values(), key=lambda c: c.key))
+    return Decomposition(unlink(node.steps), genome, node.state, nodes, unlink(node.applied))

@@ -79,7 +79,7 @@ from evolve.problems.htn.goal_reach import GoalReach
 from evolve.problems.htn.hddl_split import is_part
 from evolve.problems.htn.heuristic import INFINITE, Costs, RelaxedComposition
 from evolve.problems.htn.memory import MemoryGuard
-from evolve.problems.htn.nodes import Node, Pending, finished, network_key, short_path
+from evolve.problems.htn.nodes import Choices, Node, Pending, finished, network_key, short_path
 
 Check = tuple[tuple[str, ...], tuple[str, ...]] | Literal[False]
 """A guard compiled by :func:`literals`: the keys it needs set and unset, or False (walk it)."""
@@ -273,7 +273,7 @@ class Planner:
         ``budget`` nodes, and a node dominated by one seen before not searched again."""
         self.reset(limit)
         seen: dict[tuple[object, tuple[str, ...]], tuple[tuple[int, ...], frozenset[str]]] = {}
-        stack: list[Iterator[Node]] = [iter([Node(root, state, (), ())])]
+        stack: list[Iterator[Node]] = [iter([Node(root, state)])]
         nodes = 0
         while stack:
             node = next(stack[-1], None)
@@ -319,7 +319,7 @@ class Planner:
             names = node.pending.network[0] if node.pending is not None else ()
             return relaxation.estimate(costs, names)
 
-        start = Node(root, state, (), ())
+        start = Node(root, state)
         first = estimate(start, frozenset(state.items()))
         if first >= INFINITE:
             return NoPlan("no-plan", "the relaxed problem proves the tasks can never be done", 1)
@@ -386,8 +386,8 @@ class Planner:
         """Remember the failure of the attempt that got furthest (most steps applied), ``at``
         that task's path, shortened (:func:`~evolve.problems.htn.nodes.short_path`) and only
         then: most nodes meet a failure, and a deep path is kilobytes of text."""
-        if len(node.steps) > self.deepest[0]:
-            self.deepest = (len(node.steps), f"{why} (at {short_path(at)})" if at else why)
+        if node.length > self.deepest[0]:
+            self.deepest = (node.length, f"{why} (at {short_path(at)})" if at else why)
 
     def expand(self, node: Node, prefs: Mapping[str, ChoiceValue], chooser: Chooser | None,
                use_fallback: bool) -> Iterator[Node]:
@@ -403,9 +403,9 @@ class Planner:
         if operator is not None:
             if self.guard(self.op_checks, operator.name, operator.pre, node.state):
                 step = Step(operator.name, task.path, task.trail)
-                yield Node(task.rest, operator.effects.apply(node.state), (*node.steps, step), node.choices,
-                           node.applied)  # a step: nothing recent
-            elif len(node.steps) > self.deepest[0]:
+                yield Node(task.rest, operator.effects.apply(node.state), (step, node.steps), node.choices,
+                           node.applied, length=node.length + 1)  # a step: nothing recent
+            elif node.length > self.deepest[0]:
                 failing = first_failing(operator.pre, node.state)
                 self.blocked(node, f"{operator.name} needs {show(failing or operator.pre)}", task.path)
             return
@@ -421,7 +421,7 @@ class Planner:
             return
         methods = self.methods(task.name)
         applicable = False
-        if len(node.steps) > self.deepest[0] or len(methods) < ANCHORED:
+        if node.length > self.deepest[0] or len(methods) < ANCHORED:
             order: Iterable[int] = self.method_order(task.path, len(methods), prefs, chooser)
         else:  # only the methods whose anchor fact holds (the failures' messages are not kept)
             order = self.candidates(task.name, methods, node.state,
@@ -429,7 +429,7 @@ class Planner:
         for index in order:
             method = methods[index]
             if not self.method_guard(method, node.state):
-                if len(node.steps) > self.deepest[0]:  # the message only when it is kept
+                if node.length > self.deepest[0]:  # the message only when it is kept
                     failing = first_failing(method.pre, node.state)
                     if failing is None and not holds(method.pre, node.state):
                         failing = method.pre
@@ -575,12 +575,12 @@ class Planner:
                 level = task.depth if i == order[-1] and tail else depth
                 rest = Pending(method.subtasks[i], f"{here}#{i}", level,
                                (*task.trail, (here, not method.unordered, i)), rest)
-            made = [choice]
+            choices: Choices = (choice, node.choices)
             if method.unordered and size > 1:
-                made.append(Choice(order_key, tuple(order), size))
-            yield Node(rest, node.state, node.steps, (*node.choices, *made),
+                choices = (Choice(order_key, tuple(order), size), choices)
+            yield Node(rest, node.state, node.steps, choices,
                        ((task.path, task.name, method.name), node.applied),
-                       node.recent | {task.name} if self.repeats else node.recent)
+                       node.recent | {task.name} if self.repeats else node.recent, node.length)
 
     def recursive(self, task: str, subtask: str) -> bool:
         """Whether ``subtask`` can decompose back into ``task`` (the two are in one strongly
