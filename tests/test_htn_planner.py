@@ -262,6 +262,21 @@ def test_operators_become_tools_and_the_goal_task_completes_the_plan() -> None:
     assert plan.tasks[1].inputs == {"editor_open": "$t1.editor_open"}
 
 
+@pytest.mark.parametrize(("htn", "where"), [
+    ({"state": {"__htn_decomposed__": True}, "goal": "a", "operators": {"a": {"duration": 1}}},
+     "htn.state.__htn_decomposed__: the goal marker's fact"),
+    ({"goal": "a", "operators": {"a": {"duration": 1, "effects": {"set": {"__htn_decomposed__": True}}}}},
+     "htn.operators.a.effects: '__htn_decomposed__' is the goal marker's fact"),
+    ({"goal": "a", "operators": {"a": {"duration": 1, "effects": {"unset": ["__htn_decomposed__"]}}}},
+     "htn.operators.a.effects: '__htn_decomposed__' is the goal marker's fact"),
+])
+def test_a_domain_may_not_hold_or_set_the_goal_markers_fact(htn: dict[str, Any], where: str) -> None:
+    """The criterion is made by the goal marker alone: a domain that could make it otherwise would
+    be complete without decomposing its goal."""
+    with pytest.raises(ValueError, match="d.yaml: " + where):
+        htn_problem_from_dict(doc(**htn), "d.yaml")
+
+
 def test_result_bindings_are_unknown_while_planning() -> None:
     tools = {"ci.run": {"duration": 100, "outputs": ["passed"]}}
     data: dict[str, Any] = {"name": "r", "tools": tools, "htn": {

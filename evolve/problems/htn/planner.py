@@ -397,7 +397,8 @@ class Planner:
         domain = self.domain
         if task.depth > self.limit:
             self.cut = True
-            self.blocked(node, f"depth {self.limit} reached at {short_path(task.path)}")
+            if node.length > self.deepest[0]:  # the path shortened only for the message kept
+                self.blocked(node, f"depth {self.limit} reached at {short_path(task.path)}")
             return
         operator = domain.operators.get(task.name)
         if operator is not None:

@@ -88,13 +88,16 @@ def tool_of(operator: Operator) -> Tool:
 def htn_problem(domain: Domain, catalog: Problem) -> HtnProblem:
     """The planning problem of ``domain``; ``catalog`` gives scopes, limits, resources and policy."""
     tools = {name: tool_of(op) for name, op in domain.operators.items()}
-    if GOAL_FACT in domain.state or any(GOAL_FACT in op.effects.writes() for op in domain.operators.values()):
-        raise ValueError(f"{domain.source}: htn.state: {GOAL_FACT!r} is the goal marker's fact; "
-                         "a domain may not hold or set it")
+    if GOAL_FACT in domain.state:
+        raise ValueError(f"{domain.source}: htn.state.{GOAL_FACT}: the goal marker's fact; a domain "
+                         "may not hold it")
     marker = goal_tool(domain)
     tools[marker] = Tool(name=marker, duration=0.0, outputs=(GOAL_FACT,),
                          description=f"marks {domain.goal} decomposed")
     for op in domain.operators.values():
+        if GOAL_FACT in op.effects.set or GOAL_FACT in op.effects.unset:
+            raise ValueError(f"{domain.source}: htn.operators.{op.name}.effects: {GOAL_FACT!r} is "
+                             "the goal marker's fact; only the goal marker sets it")
         for res, amount in op.uses.items():
             if res not in catalog.resources:
                 raise ValueError(f"{domain.source}: htn.operators.{op.name}.uses.{res}: resource {res!r} "
