@@ -1,6 +1,7 @@
 """An HTN user's path: ``evolve run DOMAIN.hddl PROBLEM.hddl`` on a competition problem, then
-``validate``, ``report`` and ``show`` on what it wrote, and a run killed after its first plan
-resumed. What ``run`` wrote (``problem.json``, ``best.json``) is what the next command reads."""
+``validate``, ``report``, ``show`` and a simulated ``execute`` on what it wrote, and a run
+killed after its first plan resumed. What ``run`` wrote (``problem.json``, ``best.json``) is what
+the next command reads."""
 
 from __future__ import annotations
 
@@ -47,6 +48,12 @@ def test_run_then_validate_report_and_show(journey: Journey) -> None:
         assert "blocked" in refused.stdout, refused.stdout
     journey.evolve("report", run)
     assert (run / "report.html").stat().st_size > 0
+    journey.evolve("execute", run / "best.json", "--problem", run / "problem.json", "--simulate",
+                   "--out", "ran")
+    outcome = journey.json("ran/outcome.json")
+    assert outcome["reason"] == "goal_met", outcome
+    assert set(outcome["tasks"]) == {t["id"] for t in json.loads((run / "best.json").read_text())["tasks"]}
+    journey.evolve("report", "ran")
     shown = journey.shell("evolve show wood | head -1")
     assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
 
