@@ -272,6 +272,14 @@ depth first is cheap per node (about a tenth of a best-first node), enough for a
 and for many the competition's winner, a depth-first planner, solves fast (Hiking p04: 51,911
 nodes, 2.7 s, where the best-first search had found no plan after 20,000 nodes and 8 s); a
 large one with no plan that near is left to the heuristic, which starts a few seconds later."""
+HDDL_LIFTED_WORK = 30_000
+"""The bindings :mod:`evolve.problems.htn.lifted`'s depth-first search of an HDDL problem may try
+before ``evolve run`` grounds it (about a second at most; most of the competition's small and
+mid-size problems need a few hundred to a few thousand): the first plan, on disk before grounding
+begins, where that search finds one within it. Work, not seconds, so runs are reproducible."""
+HTN_FOLLOW_NODES = 20
+"""Search nodes a step the grounded planner may spend finding that plan again in its domain's
+terms (:meth:`evolve.problems.htn.planner.Planner.follow`), its first plan when found."""
 HTN_DECODE_FACTOR = 1
 """The search over method choices gives each decoding after the planner's first plan this many
 times the nodes that plan took (at least :data:`HTN_DECODE_MIN_NODES`, at most max_nodes): a

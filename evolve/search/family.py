@@ -37,6 +37,9 @@ class Request:
     proposer_share: float = 0.0
     seeds: tuple[Plan, ...] = ()
     fallback: Any = None
+    steps: tuple[str, ...] = ()
+    """An HTN problem's plan found before its search (its actions' names, in order), which the
+    search's first plan follows when its domain decomposes to it."""
 
 
 BestSink = Callable[[Plan, str | None], object]

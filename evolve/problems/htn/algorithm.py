@@ -40,7 +40,7 @@ from evolve.model.plan import Plan, Task, plan_hash
 from evolve.problems.htn.decomposition import Choice, Decomposition, Genome, NoPlan
 from evolve.problems.htn.fallback import DecompositionFallback
 from evolve.problems.htn.hddl import GOAL_OPERATOR, ROOT_TASK
-from evolve.problems.htn.hddl_plans import ipc_plan
+from evolve.problems.htn.hddl_plans import ipc_plan, lifted_guide
 from evolve.problems.htn.heuristic import warm_up
 from evolve.problems.htn.lns import Memo, neighbour
 from evolve.problems.htn.memory import MemoryGuard
@@ -132,8 +132,11 @@ class HtnChoices:
 
     def __init__(self, problem: HtnProblem, fallback: DecompositionFallback | None = None,
                  on_best: BestSink | None = None, timed: bool = False,
-                 memory: MemoryGuard | None = None) -> None:
+                 memory: MemoryGuard | None = None, steps: Sequence[str] = ()) -> None:
         self.problem = problem
+        self.steps = tuple(steps)
+        """A plan found before grounding (:mod:`~evolve.problems.htn.lifted`), its ground
+        actions in order: the first plan is that one when this domain decomposes to it."""
         self.memory = memory if memory is not None else MemoryGuard()
         self.domain = problem.htn()
         self.hddl = self.domain.goal == ROOT_TASK and GOAL_OPERATOR in self.domain.operators
@@ -166,6 +169,10 @@ class HtnChoices:
                                     max_nodes=self.budget, first_depth=self.first_depth)
         if self.budget is not None:
             self.spent += outcome.nodes
+        return self.offspring(outcome, genome, parents, operator)
+
+    def offspring(self, outcome: Decomposition | NoPlan, genome: Genome, parents: tuple[str, ...],
+                  operator: str) -> Offspring:
         meta: dict[str, Any] = {}
         if isinstance(outcome, NoPlan):
             meta["htn"] = {"no_plan": str(outcome), "nodes": outcome.nodes, "exhausted": outcome.exhausted}
@@ -181,7 +188,7 @@ class HtnChoices:
         decompositions while new ones can be found (a small domain may have fewer plans than the
         population) and the deadline allows."""
         self.budget = self.first_depth = None
-        made = [self.decode((), None, (), "htn_first")]
+        made = [self.followed() or self.decode((), None, (), "htn_first")]
         self.tell_best(made[0].plan, made[0].detail)
         first_nodes = made[0].meta["htn"]["nodes"]
         self.first_depth = made[0].meta["htn"].get("depth_limit")  # the others start where it was found
@@ -204,6 +211,17 @@ class HtnChoices:
                 raise PlanBudgetError(self.no_plan_message(made[0]))
             raise NoPlanError(self.no_plan_message(made[0]))
         return made
+
+    def followed(self) -> Offspring | None:
+        """The decomposition of :attr:`steps`, when there are steps and this domain makes them
+        in at most :data:`~evolve.defaults.HTN_FOLLOW_NODES` nodes a step."""
+        if not self.steps:
+            return None
+        outcome = self.planner.follow(lifted_guide(self.steps),
+                                      defaults.HTN_FOLLOW_NODES * (len(self.steps) + 1))
+        if isinstance(outcome, NoPlan):
+            return None
+        return self.offspring(outcome, (), (), "htn_lifted")
 
     def no_plan_message(self, child: Offspring) -> str:
         text = f"{self.domain.source}: htn: {child.meta['htn']['no_plan']}"
@@ -334,10 +352,11 @@ class HtnChoices:
 
 def htn_search(problem: HtnProblem, *, evaluator: Evaluator, ranking: Ranking,
                options: SearchOptions, on_event: EventSink | None = None,
-               fallback: DecompositionFallback | None = None, on_best: BestSink | None = None) -> Search:
+               fallback: DecompositionFallback | None = None, on_best: BestSink | None = None,
+               steps: Sequence[str] = ()) -> Search:
     """The engine's one loop (:class:`~evolve.search.loop.Search`) over an HTN domain's
-    decompositions (:class:`HtnChoices`)."""
-    choices = HtnChoices(problem, fallback, on_best, timed=options.max_seconds is not None)
+    decompositions (:class:`HtnChoices`), its first plan ``steps`` when given and found."""
+    choices = HtnChoices(problem, fallback, on_best, timed=options.max_seconds is not None, steps=steps)
     return Search(problem, representation=choices, evaluator=evaluator, ranking=ranking,
                   options=options, on_event=on_event)
 
@@ -366,7 +385,9 @@ class HtnFamily:
         text = repr((domain.methods, sorted(domain.operators.items()), domain.state, domain.goal,
                      domain.max_depth, domain.max_nodes))
         fallback = request.fallback
-        return f"{OPERATOR}:{fallback.name if fallback is not None else 'none'}:{fingerprint(text)}"
+        followed = f":{fingerprint(repr(request.steps))}" if request.steps else ""
+        return (f"{OPERATOR}:{fallback.name if fallback is not None else 'none'}:{fingerprint(text)}"
+                f"{followed}")
 
     def development(self, request: Request) -> Development | None:
         return None  # decoding runs in this process, in child order (see the module docstring)
@@ -382,4 +403,4 @@ class HtnFamily:
               emit: EventSink, on_best: BestSink) -> Search:
         assert isinstance(request.problem, HtnProblem)
         return htn_search(request.problem, evaluator=workers, ranking=ranking, options=options,
-                          on_event=emit, fallback=request.fallback, on_best=on_best)
+                          on_event=emit, fallback=request.fallback, on_best=on_best, steps=request.steps)

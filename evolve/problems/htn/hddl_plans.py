@@ -7,11 +7,14 @@ hand a plan to a checker that shares nothing with the planner.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from evolve.model.plan import Plan
 from evolve.problems.htn.decomposition import Decomposition
 from evolve.problems.htn.domain import Domain
 from evolve.problems.htn.hddl import GOAL_OPERATOR, ROOT_TASK, VARIANT, split_name
 from evolve.problems.htn.hddl_split import is_part
+from evolve.problems.htn.planner import Guide
 from evolve.problems.htn.problem import GOAL_TASK
 
 
@@ -63,6 +66,19 @@ def ipc_plan(domain: Domain, decomposition: Decomposition) -> str:
         lines.append(" ".join((str(ident(path)), head, *args, "->", split_name(method_name)[0],
                                *map(str, subtasks))))
     return "\n".join(["==>", *actions, "root " + " ".join(map(str, roots)), *lines, "<=="]) + "\n"
+
+
+def lifted_guide(actions: Sequence[str]) -> Guide:
+    """The planner's guide (:meth:`~evolve.problems.htn.planner.Planner.follow`) to a plan given
+    as ground action names (``name(a,b)``, the grounder's): the step at each position is that
+    action (any of its conditional variants), and the goal step comes after the last."""
+    wanted = tuple(actions)
+
+    def allows(position: int, operator: str) -> bool:
+        if operator == GOAL_OPERATOR:
+            return position == len(wanted)
+        return position < len(wanted) and operator.split(VARIANT)[0] == wanted[position]
+    return allows
 
 
 def action_graph(plan: Plan) -> tuple[list[str], dict[int, list[int]]]:

@@ -43,7 +43,7 @@ import itertools
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -82,6 +82,9 @@ from evolve.problems.htn.memory import MemoryGuard
 from evolve.problems.htn.nodes import Choices, Node, Pending, finished, network_key, short_path
 
 Check = tuple[tuple[str, ...], tuple[str, ...]] | Literal[False]
+Guide = Callable[[int, str], bool]
+"""Whether the operator named may be the plan's step at that position (0 first): see
+:meth:`Planner.follow`."""
 """A guard compiled by :func:`literals`: the keys it needs set and unset, or False (walk it)."""
 FIRST_DEPTH = 8
 """The shallowest depth limit of the portfolio; each next one is :data:`DEPTH_GROWTH` times
@@ -175,6 +178,8 @@ class Planner:
         self.anchors: dict[str, tuple[dict[str, list[int]], list[int]]] = {}
         self.deadline: float | None = None
         """A :func:`time.perf_counter` time at which every search ends (``seconds``), or None."""
+        self.guide: Guide | None = None
+        """Which operator may come at which step, for the search :meth:`follow` runs."""
 
     @property
     def cached_methods(self) -> tuple[Method, ...]:
@@ -230,6 +235,19 @@ class Planner:
                 return quick
             guided = self.best_first(root, start, total - quick.nodes)
             return replace(guided, nodes=guided.nodes + quick.nodes)
+
+    def follow(self, guide: Guide, max_nodes: int) -> Outcome:
+        """The decomposition whose steps ``guide`` allows, one by one (a plan found apart from
+        this planner, such as :mod:`~evolve.problems.htn.lifted`'s, found again in this domain's
+        terms: its choices and tree), depth-first in at most ``max_nodes`` nodes."""
+        self.guide = guide
+        try:
+            root = Pending(self.domain.goal, self.domain.goal, 0, (), None)
+            with collector_paused():
+                return self.search(root, dict(self.domain.state), {}, None, use_fallback=False,
+                                   max_nodes=max_nodes)
+        finally:
+            self.guide = None
 
     def search(self, root: Pending | None, state: State, prefs: Mapping[str, ChoiceValue],
                chooser: Chooser | None, use_fallback: bool, max_nodes: int | None = None,
@@ -402,6 +420,9 @@ class Planner:
             return
         operator = domain.operators.get(task.name)
         if operator is not None:
+            if self.guide is not None and not self.guide(node.length, operator.name):
+                self.blocked(node, f"{operator.name} is not the guide's step {node.length + 1}", task.path)
+                return
             if self.guard(self.op_checks, operator.name, operator.pre, node.state):
                 step = Step(operator.name, task.path, task.trail)
                 yield Node(task.rest, operator.effects.apply(node.state), (step, node.steps), node.choices,
