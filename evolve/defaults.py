@@ -252,12 +252,17 @@ PATTERN_VOTERS = 5
 PATTERN_MAX_ITER = 5
 """Rounds ``evaluator_optimizer`` may spend before it stops without a PASS (``max_iter``)."""
 
+DEFAULT_OBJECTIVES = ("validity", "completeness", "makespan", "minimality")
+"""The objectives a run ranks by, in priority order, when no ``--fitness`` is given."""
+
 # -- HTN domains (see evolve.problems.htn) -------------------------------------------------------
 HTN_MAX_DEPTH = 12
 """How deep compound tasks may nest (``htn.max_depth``); past it a branch fails, so a recursive
 domain ends in "no plan", never a hang."""
 HTN_MAX_NODES = 20_000
 """Search nodes one decomposition may visit (``htn.max_nodes``): the planner's hard stop."""
+HTN_MAX_DEPTH_LIMIT = 1000
+"""The most ``max_depth`` may be (``--max-depth``, a domain file's ``htn.max_depth``)."""
 HDDL_MAX_DEPTH = 1000
 """``max_depth`` of a domain grounded from HDDL (``evolve hddl``): the competition's domains recurse
 deeply; iterative deepening finds shallow plans first, so a high limit costs nothing when unused."""
@@ -272,11 +277,12 @@ depth first is cheap per node (about a tenth of a best-first node), enough for a
 and for many the competition's winner, a depth-first planner, solves fast (Hiking p04: 51,911
 nodes, 2.7 s, where the best-first search had found no plan after 20,000 nodes and 8 s); a
 large one with no plan that near is left to the heuristic, which starts a few seconds later."""
-HDDL_LIFTED_WORK = 30_000
+HDDL_LIFTED_WORK = 100_000
 """The bindings :mod:`evolve.problems.htn.lifted`'s depth-first search of an HDDL problem may try
-before ``evolve run`` grounds it (about a second at most; most of the competition's small and
-mid-size problems need a few hundred to a few thousand): the first plan, on disk before grounding
-begins, where that search finds one within it. Work, not seconds, so runs are reproducible."""
+before ``evolve run`` grounds it (a second or two at most on the competition's problems; most of
+their small and mid-size ones need a few hundred to a few thousand): the first plan, on disk
+before grounding begins, where that search finds one within it. Work, not seconds, so a run's
+result does not depend on the machine's speed."""
 HTN_FOLLOW_NODES = 20
 """Search nodes a step the grounded planner may spend finding that plan again in its domain's
 terms (:meth:`evolve.problems.htn.planner.Planner.follow`), its first plan when found."""

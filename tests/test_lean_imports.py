@@ -41,6 +41,15 @@ def test_the_command_line_loads_only_what_its_own_commands_need() -> None:
                    for m in modules)
 
 
+def test_evolve_run_reaches_its_first_hddl_plan_without_the_engine() -> None:
+    """``evolve run DOMAIN.hddl PROBLEM.hddl`` writes the lifted search's plan before it imports
+    the engine (:mod:`evolve.cli.run`): nothing that module or that search needs loads numba,
+    numpy or joblib, the second of imports a grounded search's first plan waits for."""
+    modules = loaded_after("import evolve.cli.main, evolve.cli.run, evolve.problems.htn.hddl_first")
+    assert sorted(m for m in modules if m.split(".")[0] in HEAVY and m.split(".")[0] != "click") == []
+    assert "evolve.cli.searching" not in modules
+
+
 def test_every_public_name_resolves_and_is_listed() -> None:
     for name in evolve.__all__:
         assert getattr(evolve, name) is not None, name

@@ -4,7 +4,7 @@ ids with the count left out between (issue 45: a 398-step HTN plan printed 398 i
 from __future__ import annotations
 
 from evolve import defaults
-from evolve.cli.main import schedule_table
+from evolve.cli.checks import schedule_table
 from evolve.model.plan import Plan, Task
 from evolve.model.problem import Problem, Tool
 from evolve.report.terminal import short_chain

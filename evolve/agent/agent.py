@@ -42,7 +42,8 @@ from evolve.model.problem import Problem
 from evolve.model.status import TaskStatus
 from evolve.problems import load_problem
 from evolve.report import write_execution_report
-from evolve.run.folder import dump_json, make_folder, new_run_dir, runs_root
+from evolve.run.folder import dump_json
+from evolve.run.location import make_folder, new_run_dir, runs_root
 
 
 @dataclass(frozen=True)

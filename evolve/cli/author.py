@@ -21,7 +21,7 @@ from evolve.llm.factory import API_KEY_ENV, api_key_from_env
 from evolve.llm.trace import read_trace
 from evolve.model.documents import document_text, write_text_file
 from evolve.problems.htn.writer import domain_to_dict
-from evolve.run.folder import make_folder, new_run_dir
+from evolve.run.location import make_folder, new_run_dir
 
 
 @click.command(name="author")

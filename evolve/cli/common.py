@@ -31,8 +31,8 @@ from typing import Any, TypeVar
 import click
 
 from evolve.model.errors import EvolveError, InfeasibleProblem, RunFailed
-from evolve.run.folder import RUNS_DIR_VARIABLE as RUNS_DIR_VARIABLE  # the commands import
-from evolve.run.folder import runs_root as runs_root  # these two from here
+from evolve.run.location import RUNS_DIR_VARIABLE as RUNS_DIR_VARIABLE  # the commands import
+from evolve.run.location import runs_root as runs_root  # these two from here
 
 F = TypeVar("F", bound=Callable[..., Any])
 

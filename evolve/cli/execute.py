@@ -19,7 +19,8 @@ import click
 
 from evolve import defaults
 from evolve.cli.common import EXIT_NO, EXIT_OK, EXIT_WAITING, FiniteFloatRange, friendly, runs_root
-from evolve.cli.htn import input_options, seed_inputs
+from evolve.cli.htn import seed_inputs
+from evolve.cli.htn_options import input_options
 from evolve.cli.options import LlmSettings, llm_options
 from evolve.execute.dispatch import Clock, DaskDispatcher, Dispatcher, WallClock
 from evolve.execute.executor import ExecuteOptions
@@ -43,7 +44,7 @@ from evolve.problems.htn import HtnProblem, is_htn_document
 from evolve.problems.htn.pihtn import is_pihtn_document
 from evolve.problems.htn.problem import htn_problem
 from evolve.report import write_execution_report
-from evolve.run.folder import new_run_dir
+from evolve.run.location import new_run_dir
 
 
 def parse_facts(items: tuple[str, ...]) -> dict[str, Any]:

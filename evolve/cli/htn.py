@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +11,7 @@ import click
 
 from evolve import defaults
 from evolve.cli.common import friendly
+from evolve.cli.htn_options import limit_options
 from evolve.model.documents import document_text, read_document, write_text_file
 from evolve.model.errors import InputError
 from evolve.model.problem import Problem
@@ -26,16 +26,9 @@ from evolve.problems.htn.hddl import read_hddl
 from evolve.problems.htn.inputs import parse_inputs, seeded
 from evolve.problems.htn.pihtn import from_pihtn, is_pihtn_document
 from evolve.problems.htn.problem import htn_problem
-from evolve.problems.htn.reader import MAX_DEPTH_LIMIT
 
 if TYPE_CHECKING:
     from evolve.llm.htn import LLMDecomposer
-
-MAX_DEPTH_HELP = "HTN domains: how deep compound tasks may nest (default: the domain file's, " \
-                 f"else {defaults.HTN_MAX_DEPTH}; {defaults.HDDL_MAX_DEPTH} for HDDL)."
-MAX_NODES_HELP = "HTN domains: search nodes one decomposition may visit (default: the domain file's, " \
-                 f"else {defaults.HTN_MAX_NODES}; {defaults.HDDL_MAX_NODES} for HDDL)."
-
 
 def hddl_document(domain_file: str, problem_file: str, max_depth: int | None,
                   max_nodes: int | None) -> dict[str, Any]:
@@ -64,23 +57,6 @@ def run_problem(problem: Problem | None, hddl_problem: str | None, source: str, 
     return htn_problem(limited, problem)
 
 
-def limit_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--max-depth`` and ``--max-nodes``, for ``evolve hddl`` and ``evolve run``."""
-    command = click.option("--max-nodes", type=click.IntRange(min=1), default=None,
-                           help=MAX_NODES_HELP)(command)
-    return click.option("--max-depth", type=click.IntRange(min=1, max=MAX_DEPTH_LIMIT), default=None,
-                        help=MAX_DEPTH_HELP)(command)
-
-def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--input`` and ``--input-file``, for ``evolve run`` and ``evolve execute``."""
-    command = click.option("--input-file", type=click.Path(dir_okay=False), default=None,
-                           help="HTN domains: a JSON or YAML mapping of world-state values before "
-                                "planning.")(command)
-    return click.option("--input", "input_items", multiple=True, metavar="KEY=VALUE",
-                        help="HTN domains: a value of the world state before planning (true, 3, "
-                             "null, text).")(command)
-
-
 def seed_inputs(problem: Problem, input_items: tuple[str, ...],
                 input_file: str | None) -> tuple[Problem, set[str]]:
     """``problem`` with its HTN world state seeded by ``--input-file`` then ``--input`` (typed
@@ -101,11 +77,6 @@ def seed_inputs(problem: Problem, input_items: tuple[str, ...],
     domain = seeded(domain, items, "--input")
     given.update(items)
     return htn_problem(domain, problem), given
-
-
-FALLBACKS = ("none", "llm")
-FALLBACK_HELP = ("HTN domains: who decomposes a compound task no method applies to: nobody, or an LLM "
-                 "(ChatHTN; needs --llm-base-url and --llm-model, as does --operator llm on a domain).")
 
 
 def htn_fallback_for(problem: Problem, operator: str, fallback: str, *, base_url: str | None,

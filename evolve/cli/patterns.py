@@ -10,7 +10,7 @@ import click
 from evolve.cli.common import friendly, runs_root
 from evolve.execute.outcome import Reason
 from evolve.patterns.demo import run_demo
-from evolve.run.folder import new_run_dir
+from evolve.run.location import new_run_dir
 
 
 @click.group(name="patterns")

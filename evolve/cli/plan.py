@@ -28,7 +28,8 @@ from evolve.model.collector import settle_for_one_search
 from evolve.model.plan import Plan
 from evolve.model.problem import Problem
 from evolve.problems import load_problem
-from evolve.run.folder import dump_json, new_run_dir, run_search
+from evolve.run.folder import dump_json, run_search
+from evolve.run.location import new_run_dir
 from evolve.scheduling import schedule
 from evolve.search.options import SearchOptions
 

@@ -43,7 +43,8 @@ from evolve.model.validate import validate
 from evolve.problems.htn import HtnProblem, htn_problem_from_dict
 from evolve.problems.htn.world import replay_state
 from evolve.problems.htn.writer import domain_to_dict
-from evolve.run.folder import dump_json, make_folder
+from evolve.run.folder import dump_json
+from evolve.run.location import make_folder
 from evolve.scheduling.kernel import warm_up
 
 JOURNAL = "journal.sqlite"

@@ -8,6 +8,7 @@ dependencies hold work back without passing it anything.
 
 from __future__ import annotations
 
+from evolve import defaults
 from evolve.fitness.base import Context, fitness
 from evolve.fitness.compiled import covered_count, makespan_value, measures_of
 from evolve.model.coverage import contributing_tasks, data_sources
@@ -147,4 +148,4 @@ def template_edges(problem: Problem) -> set[tuple[str, str]]:
 
 
 BUILTINS = (validity, completeness, minimality, makespan, cost, llm_calls, task_count, risk, redundant_deps)
-DEFAULT_OBJECTIVES = ("validity", "completeness", "makespan", "minimality")
+DEFAULT_OBJECTIVES = defaults.DEFAULT_OBJECTIVES

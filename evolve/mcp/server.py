@@ -44,7 +44,8 @@ from evolve.model.plan_file import load_plan
 from evolve.model.validate import validate as validate_plan
 from evolve.problems import load_problem
 from evolve.report import write_execution_report
-from evolve.run.folder import new_run_dir, run_search
+from evolve.run.folder import run_search
+from evolve.run.location import new_run_dir
 from evolve.search.options import SearchOptions
 
 STARTED = 60.0

@@ -31,10 +31,10 @@ from typing import Any
 
 from evolve.model.errors import EvolveError
 from evolve.run.chores import Chore, Runner, in_a_thread
+from evolve.run.location import CHECKPOINT as CHECKPOINT  # the run's files are named there
+from evolve.run.location import LEGACY_CHECKPOINT as LEGACY_CHECKPOINT
 from evolve.run.state_codec import EncodeMemo, StateError, decode, encode
 
-CHECKPOINT = "checkpoint.json"
-LEGACY_CHECKPOINT = "checkpoint.pkl"
 MAGIC = "evolve-checkpoint"
 VERSION = 5
 """Bumped whenever a checkpointed state gains or loses a field (3: the RCPSP search keeps

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from evolve import defaults
-from evolve.defaults import RUNS_DIR
 from evolve.fitness.base import Fitness
 from evolve.fitness.builtin import DEFAULT_OBJECTIVES
 from evolve.fitness.registry import resolve_all
@@ -32,6 +29,10 @@ from evolve.problems import family_of
 from evolve.problems.htn import DecompositionFallback
 from evolve.run import checkpoint
 from evolve.run.evaluator import Evaluator
+from evolve.run.location import RUN_FILES as RUN_FILES
+from evolve.run.location import RUNS_DIR_VARIABLE as RUNS_DIR_VARIABLE  # importers read these
+from evolve.run.location import new_run_dir, prepare_folder, replace_file
+from evolve.run.location import runs_root as runs_root  # three from here
 from evolve.scheduling import Schedule, schedule
 from evolve.scheduling.kernel import warm_up
 from evolve.search.algorithm import Algorithm, SearchResult, minimize
@@ -52,54 +53,6 @@ class RunOutcome:
     summary: dict[str, Any]
 
 
-RUNS_DIR_VARIABLE = "EVOLVE_RUNS_DIR"
-
-
-def runs_root() -> str:
-    """Where a new run folder goes when no folder is given: ``$EVOLVE_RUNS_DIR``, else ``runs/``
-    in the working folder (the test suite points the variable at a temporary folder)."""
-    return os.environ.get(RUNS_DIR_VARIABLE) or RUNS_DIR
-
-
-def new_run_dir(root: str | Path = RUNS_DIR) -> Path:
-    """A fresh folder under ``root`` named by the time, never reusing an existing one."""
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    base = Path(root)
-    for n in range(1000):
-        path = base / (stamp if n == 0 else f"{stamp}-{n}")
-        if not path.exists():
-            make_folder(path)
-            return path
-    raise UsageError(f"cannot create a new run folder under {base}: 1,000 exist for this second")
-
-
-RUN_FILES = ("events.jsonl", checkpoint.CHECKPOINT, checkpoint.LEGACY_CHECKPOINT, "summary.json",
-             "best.json", "best.ipc", "problem.json", "report.html")
-"""What a run writes into its folder: a folder holding any of them holds a run."""
-
-
-def make_folder(path: Path) -> None:
-    """``mkdir -p``, with a one-line error naming the folder instead of a traceback."""
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"{path}: exists and is not a folder, so it cannot be a run folder")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot create the run folder ({exc.strerror or exc})") from None
-
-
-def prepare_folder(path: Path, *, resume: bool, overwrite: bool) -> None:
-    """Make the run folder; refuse to write over a run in it unless resuming or told to."""
-    make_folder(path)
-    held = [name for name in RUN_FILES if (path / name).exists()]
-    if held and not resume:
-        if not overwrite:
-            raise UsageError(f"{path}: already holds a run ({', '.join(held)}); continue it with "
-                             "--resume, choose another --out, or overwrite it with --force")
-        for name in held:
-            (path / name).unlink()
-
-
 def nothing_checkpointed(path: Path) -> bool:
     """Whether ``path`` holds a run stopped before its first checkpoint was on disk: it began
     (its problem or events are written) but has neither a checkpoint nor a result. Nothing of
@@ -107,10 +60,11 @@ def nothing_checkpointed(path: Path) -> bool:
     stopped (a folder with no run in it, or a result without its checkpoint, is refused)."""
     def has(name: str) -> bool:
         return (path / name).exists()
-    # best.json alone is an anytime search's plan so far, written before any checkpoint
+    # best.json alone is an anytime search's plan so far, written before any checkpoint; best.ipc
+    # alone, an HDDL problem's first plan, written before grounding (evolve.cli.run)
     return (not any(has(name) for name in (checkpoint.CHECKPOINT, checkpoint.LEGACY_CHECKPOINT,
                                             "summary.json"))
-            and any(has(name) for name in ("events.jsonl", "problem.json")))
+            and any(has(name) for name in ("events.jsonl", "problem.json", "best.ipc")))
 
 
 def dump_json(data: Any) -> str:
@@ -135,6 +89,8 @@ def run_search(
     checkpoint_seconds: float | None = None,
     seeds: Sequence[Plan] = (),
     stop: Callable[[], str | None] | None = None,
+    steps: Sequence[str] = (),
+    prepared: bool = False,
 ) -> RunOutcome:
     """Search ``problem`` and write the run folder. The programmatic twin of ``evolve run``.
 
@@ -150,13 +106,18 @@ def run_search(
     ``seeds`` join the plan search's first population (so its best is never worse than theirs).
     ``stop`` is asked at every generation's end, after the budget: a reason ends the run there
     as a budget would (stop reason, checkpoint, result), so it can be resumed (what ``evolve
-    run`` does with a first Ctrl-C).
+    run`` does with a first Ctrl-C). ``steps``: an HTN problem's plan found before its search
+    (ground action names, in order), which the search's first plan follows when its domain
+    decomposes to it (:mod:`evolve.problems.htn.hddl_first`). ``prepared``: the caller already made
+    ``out_dir`` ready for this run (:func:`~evolve.run.location.prepare_folder`) and may have
+    written that plan's ``best.ipc`` into it, which is then no sign of a run already there.
     """
     interval = defaults.CHECKPOINT_SECONDS if checkpoint_seconds is None else checkpoint_seconds
     if interval < 0:
         raise UsageError(f"checkpoint interval must be at least 0 seconds, got {interval}")
     fitnesses = list(fitnesses) if fitnesses is not None else resolve_all(DEFAULT_OBJECTIVES)
-    request = Request(problem, operators, proposer, proposer_share, tuple(seeds), htn_fallback)
+    request = Request(problem, operators, proposer, proposer_share, tuple(seeds), htn_fallback,
+                      tuple(steps))
     family = family_of(request)
     request = family.resolve(request)
     ranking = Ranking.of(fitnesses, weights)
@@ -167,7 +128,8 @@ def run_search(
     if resume and out_dir is None:
         raise UsageError("resuming needs the run folder")
     out = Path(out_dir) if out_dir is not None else new_run_dir()
-    prepare_folder(out, resume=resume, overwrite=overwrite)
+    if not prepared:
+        prepare_folder(out, resume=resume, overwrite=overwrite)
     problem_doc = problem_to_dict(problem)
     identity: dict[str, Any] = {
         "problem": fingerprint(problem_doc),
@@ -260,15 +222,6 @@ def write_best(out: Path, problem: Problem, plan: Plan, ipc: str | None = None) 
     sched = schedule(problem, plan)
     replace_file(out / "best.json", dump_json({**plan.to_dict(), "schedule": sched.to_dict()}))
     return sched
-
-
-def replace_file(path: Path, text: str) -> None:
-    """A temporary file renamed over ``path``: a process killed at any moment leaves the old
-    file or the new one, whole. Not flushed to the disk (a checkpoint is): a search may replace
-    its best plan many times a second, inside its ``--max-seconds``."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 class EventLog:

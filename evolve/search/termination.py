@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from evolve.search.ranking import Ranking
+if TYPE_CHECKING:  # annotations only: the ranking's module loads the objectives' kernels
+    from evolve.search.ranking import Ranking
 
 
 class Progress(Protocol):

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from evolve.model.plan_file import load_plan
+from evolve.problems.htn.hddl_plans import action_graph
 from evolve.problems.htn.hddl_syntax import read_files
 from evolve.problems.htn.hddl_verify import verify
 
@@ -36,7 +38,7 @@ def test_run_then_validate_report_and_show(journey: Journey) -> None:
     domain ``evolve hddl`` writes; both refuse the plan with its last action cut."""
     journey.evolve("run", WOOD / "domain.hddl", PROBLEM, "--max-seconds", "3", "--out", "wood")
     run = journey.home / "wood"
-    assert faults(WOOD / "domain.hddl", PROBLEM, run / "best.ipc") == []
+    one_plan(WOOD / "domain.hddl", PROBLEM, run)
     valid = journey.evolve("validate", run / "best.json", "--problem", run / "problem.json")
     assert "valid" in valid.stdout and "NOT" not in valid.stdout, valid.stdout
     journey.evolve("hddl", WOOD / "domain.hddl", PROBLEM, "--out", "wood.json")
@@ -68,6 +70,37 @@ def cut_last_step(plan: dict[str, Any]) -> dict[str, Any]:
     return {**plan, "tasks": tasks}
 
 
+def one_plan(domain: Path, problem: Path, run: Path) -> None:
+    """``best.ipc`` and ``best.json`` hold the same plan: the same actions in the same order."""
+    ipc = verify(*read_files(domain, problem), (run / "best.ipc").read_text())
+    assert ipc.faults == []
+    names = [f"{a.name}({','.join(a.args)})" if a.args else a.name for a in ipc.actions]
+    assert action_graph(load_plan(run / "best.json"))[0] == names
+
+
+def test_killed_before_grounding_ended_resumes(journey: Journey) -> None:
+    """SIGKILL as soon as ``best.ipc`` appears (the lifted search's plan, written before the
+    problem is grounded and the engine loaded): that plan is valid, the folder resumes (from the
+    beginning: nothing was checkpointed), and the finished run's two plan files agree."""
+    domain, problem = TRACK / "Depots" / "domain.hddl", TRACK / "Depots" / "p06.hddl"
+    if not problem.exists():
+        pytest.skip("Depots is not here")
+    command = ("run", domain, problem, "--max-seconds", "3", "--seed", "5")
+    child = journey.start(*command, "--out", "dep")
+    run = journey.home / "dep"
+    deadline = time.monotonic() + 30
+    while not (run / "best.ipc").exists() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=10)
+    assert faults(domain, problem, run / "best.ipc") == []
+    assert not (run / "checkpoint.json").exists()
+    resumed = journey.evolve(*command, "--resume", run)
+    assert "starting it from the beginning" in resumed.stderr
+    one_plan(domain, problem, run)
+    journey.evolve("validate", run / "best.json", "--problem", run / "problem.json")
+
+
 def test_killed_after_the_first_plan_resumes(journey: Journey) -> None:
     """SIGKILL once ``best.ipc`` is on disk: the plan left there is valid, and ``--resume``
     finishes the run with a plan that ``validate`` accepts."""
@@ -87,4 +120,5 @@ def test_killed_after_the_first_plan_resumes(journey: Journey) -> None:
     assert faults(domain, problem, run / "best.ipc") == []
     journey.evolve(*command, "--resume", run)
     assert faults(domain, problem, run / "best.ipc") == []
+    one_plan(domain, problem, run)
     journey.evolve("validate", run / "best.json", "--problem", run / "problem.json")

@@ -27,9 +27,7 @@ from dataclasses import dataclass
 from evolve.problems.htn.hddl_syntax import OBJECT, Call, HddlDomain, HddlProblem, MethodDef, Sexp, Syntax
 
 Args = tuple[str, ...]
-Facts = tuple[frozenset[Args], tuple[Args, ...]]
-"""One predicate's true atoms: a set to test, and the same atoms sorted, to try in a fixed order."""
-State = Mapping[str, Facts]
+State = Mapping[str, "Facts"]
 Binding = dict[str, str]
 Agenda = tuple[int, Call, "Agenda", int] | None
 """The task network still to do: ``(id, task, rest, key)``, a list that children share; ``key``
@@ -37,7 +35,38 @@ numbers the tasks' sequence (ids aside), so two equal networks have the same key
 Trail = tuple[tuple[object, ...], "Trail"] | None
 """What the search did, newest first: ``("a", id, task)`` or ``("m", id, task, method, ids)``."""
 
-NO_FACTS: Facts = (frozenset(), ())
+
+
+class Facts:
+    """One predicate's true atoms: a set to test, and (made on first use, then shared by every
+    state that keeps them) the same atoms sorted, to try in a fixed order."""
+
+    __slots__ = ("_by", "_ordered", "held")
+
+    def __init__(self, held: frozenset[Args]) -> None:
+        self.held = held
+        self._ordered: tuple[Args, ...] | None = None
+        self._by: dict[int, dict[str, list[Args]]] = {}
+
+    @property
+    def ordered(self) -> tuple[Args, ...]:
+        if self._ordered is None:
+            self._ordered = tuple(sorted(self.held))
+        return self._ordered
+
+    def having(self, position: int, value: str) -> Sequence[Args]:
+        """The atoms whose argument at ``position`` is ``value``, sorted (an index made on
+        first use: a join with one argument bound need not scan every atom)."""
+        index = self._by.get(position)
+        if index is None:
+            index = self._by[position] = {}
+            for args in self.ordered:
+                if position < len(args):
+                    index.setdefault(args[position], []).append(args)
+        return index.get(value, ())
+
+
+NO_FACTS = Facts(frozenset())
 
 
 class OutOfWork(Exception):
@@ -122,6 +151,7 @@ class LiftedPlanner:
         self.budget = 0
         self.syntax = Syntax("<lifted>")
         self.folded: dict[str, Sexp] = {}
+        self.member_sets: dict[tuple[str, ...], frozenset[str]] = {}
         self.keys: dict[tuple[str, Args, int], int] = {}
 
     def ancestors(self, types: Sequence[str]) -> frozenset[str]:
@@ -136,6 +166,12 @@ class LiftedPlanner:
     def is_a(self, name: str, types: Sequence[str]) -> bool:
         kinds = self.kinds.get(name)
         return kinds is not None and any(t in kinds for t in types)
+
+    def members(self, types: tuple[str, ...]) -> frozenset[str]:
+        found = self.member_sets.get(types)
+        if found is None:
+            found = self.member_sets[types] = frozenset(self.pool(types))
+        return found
 
     def pool(self, types: Sequence[str]) -> tuple[str, ...]:
         key = " ".join(types)
@@ -172,7 +208,7 @@ class LiftedPlanner:
             test = all if head == "forall" else any
             return test(self.holds(node[2], b, state) for b in self.quantify(node[1], binding))
         args = tuple(self.term(str(a), binding) for a in node[1:])
-        return args in state.get(str(head), NO_FACTS)[0]
+        return args in state.get(str(head), NO_FACTS).held
 
     def quantify(self, typed: Sexp, binding: Mapping[str, str]) -> Iterator[Binding]:
         names = self.syntax.typed(typed, "quantifier", True)
@@ -209,8 +245,8 @@ class LiftedPlanner:
         self.effects(effect, binding, state, adds, deletes)
         out = dict(state)
         for name in {*adds, *deletes}:
-            held = (state.get(name, NO_FACTS)[0] - deletes.get(name, set())) | adds.get(name, set())
-            out[name] = (held, tuple(sorted(held)))
+            out[name] = Facts((state.get(name, NO_FACTS).held - deletes.get(name, set()))
+                              | adds.get(name, set()))
         return out
 
     # bindings
@@ -247,7 +283,10 @@ class LiftedPlanner:
             assert isinstance(goal, tuple)
             rest = [item for item in waiting if item[0] is not goal]
             terms = [str(a) for a in goal[1:]]
-            for args in state.get(str(goal[0]), NO_FACTS)[1]:
+            facts = state.get(str(goal[0]), NO_FACTS)
+            bound = next(((i, self.term(t, binding)) for i, t in enumerate(terms)
+                          if not t.startswith("?") or t in binding), None)
+            for args in facts.ordered if bound is None else facts.having(*bound):
                 extended = self.match(terms, args, binding, types)
                 if extended is not None:
                     yield from self.join(rest, extended, needed, types, state)
@@ -274,7 +313,7 @@ class LiftedPlanner:
                 if out[term] != value:
                     return None
             else:
-                if term in types and not self.is_a(value, types[term]):
+                if term in types and value not in self.members(types[term]):
                     return None
                 out = {**out, term: value} if out is binding else out
                 out[term] = value
@@ -289,7 +328,7 @@ class LiftedPlanner:
         facts: dict[str, set[Args]] = {}
         for call in self.problem.init:
             facts.setdefault(call.name, set()).add(call.args)
-        state: State = {name: (frozenset(held), tuple(sorted(held))) for name, held in facts.items()}
+        state: State = {name: Facts(frozenset(held)) for name, held in facts.items()}
         root = Node(state, None, None, 0, frozenset())
         seen: set[tuple[frozenset[tuple[str, frozenset[Args]]], int]] = set()
         try:
@@ -370,7 +409,7 @@ class LiftedPlanner:
             if not self.holds(action.pre, binding, node.state):
                 return
             state = self.apply(action.effect, binding, node.state)
-            key = (frozenset((k, v[0]) for k, v in state.items() if v[0]), 0 if rest is None else rest[3])
+            key = (frozenset((k, v.held) for k, v in state.items() if v.held), 0 if rest is None else rest[3])
             if key in seen:
                 return
             seen.add(key)

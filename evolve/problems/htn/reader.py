@@ -50,7 +50,7 @@ TASK_KEYS = ("achieves", "description")
 EFFECT_KEYS = ("set", "unset")
 PREDICATE_KEYS = ("has", "eq", "not")
 RESULT = "$result."
-MAX_DEPTH_LIMIT = 1000
+MAX_DEPTH_LIMIT = defaults.HTN_MAX_DEPTH_LIMIT
 """The deepest ``max_depth`` a file may ask for (the planner's own stack is iterative; this
 only keeps a typo such as 1e9 from reading as "no limit")."""
 
