@@ -431,7 +431,7 @@ def swallowed_ctrl_c(*_: object, **__: object) -> None:
 def test_a_ctrl_c_lost_inside_the_compiler_is_still_reported_as_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The timing-free twin of the test above: the interrupt is caught whatever phase it hits."""
-    main = importlib.import_module("evolve.cli.main")  # the package exports a function of that name
+    main = importlib.import_module("evolve.cli.searching")  # where evolve run calls the search
     monkeypatch.setattr(main, "run_search", swallowed_ctrl_c)
     before = signal.getsignal(signal.SIGINT)
     result = invoke("run", REFUND, *QUICK, "--out", tmp_path / "run")

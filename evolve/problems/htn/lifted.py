@@ -152,6 +152,10 @@ class LiftedPlanner:
         self.syntax = Syntax("<lifted>")
         self.folded: dict[str, Sexp] = {}
         self.member_sets: dict[tuple[str, ...], frozenset[str]] = {}
+        self.goals: dict[int, list[tuple[Sexp, set[str]]]] = {}
+        """Each precondition's conjuncts and their variables, by the formula's id."""
+        self.kept: list[Sexp] = []
+        """The formulas :attr:`goals` holds, kept alive so that no id is reused."""
         self.keys: dict[tuple[str, Args, int], int] = {}
 
     def ancestors(self, types: Sequence[str]) -> frozenset[str]:
@@ -256,7 +260,10 @@ class LiftedPlanner:
         """Every extension of ``binding`` to the ``wanted`` variables (typed) under which
         ``pre`` holds: atoms joined against the state first, then objects by type."""
         types = dict(wanted)
-        goals = [(c, variables(c)) for c in conjuncts(pre)]
+        goals = self.goals.get(id(pre))
+        if goals is None:  # the domain's formulas live as long as the planner: their ids stay theirs
+            goals = self.goals[id(pre)] = [(c, variables(c)) for c in conjuncts(pre)]
+            self.kept.append(pre)
         needed = set(types) | {v for _, free in goals for v in free}
         yield from self.join(goals, binding, needed, types, state)
 
