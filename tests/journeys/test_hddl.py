@@ -78,6 +78,20 @@ def one_plan(domain: Path, problem: Path, run: Path) -> None:
     assert action_graph(load_plan(run / "best.json"))[0] == names
 
 
+def killed_once(journey: Journey, command: tuple[Any, ...], out: str, sign: str, after: float) -> Path:
+    """``evolve`` started with ``command`` into ``out``, killed (SIGKILL) ``after`` seconds once
+    its folder holds ``sign``; the folder."""
+    child = journey.start(*command, "--out", out)
+    run = journey.home / out
+    deadline = time.monotonic() + 30
+    while not (run / sign).exists() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(after)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=10)
+    return run
+
+
 def test_killed_before_grounding_ended_resumes(journey: Journey) -> None:
     """SIGKILL as soon as ``best.ipc`` appears (the lifted search's plan, written before the
     problem is grounded and the engine loaded): that plan is valid, the folder resumes (from the
@@ -86,13 +100,7 @@ def test_killed_before_grounding_ended_resumes(journey: Journey) -> None:
     if not problem.exists():
         pytest.skip("Depots is not here")
     command = ("run", domain, problem, "--max-seconds", "3", "--seed", "5")
-    child = journey.start(*command, "--out", "dep")
-    run = journey.home / "dep"
-    deadline = time.monotonic() + 30
-    while not (run / "best.ipc").exists() and time.monotonic() < deadline:
-        time.sleep(0.005)
-    child.send_signal(signal.SIGKILL)
-    child.wait(timeout=10)
+    run = killed_once(journey, command, "dep", "best.ipc", after=0.0)
     assert faults(domain, problem, run / "best.ipc") == []
     assert not (run / "checkpoint.json").exists()
     resumed = journey.evolve(*command, "--resume", run)
@@ -108,14 +116,7 @@ def test_killed_after_the_first_plan_resumes(journey: Journey) -> None:
     if not problem.exists():
         pytest.skip("Barman-BDI is not here")
     command = ("run", domain, problem, "--max-seconds", "8", "--seed", "3")
-    child = journey.start(*command, "--out", "bar")
-    run = journey.home / "bar"
-    deadline = time.monotonic() + 30
-    while not (run / "checkpoint.json").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.5)
-    child.send_signal(signal.SIGKILL)
-    child.wait(timeout=10)
+    run = killed_once(journey, command, "bar", "checkpoint.json", after=0.5)
     assert (run / "best.ipc").exists(), "no plan on disk after the first checkpoint"
     assert faults(domain, problem, run / "best.ipc") == []
     journey.evolve(*command, "--resume", run)
