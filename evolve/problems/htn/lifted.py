@@ -381,8 +381,10 @@ class LiftedPlanner:
 
     def wanted(self, method: MethodDef) -> list[tuple[str, tuple[str, ...]]]:
         """The method's parameters that its subtasks name (the others need no value)."""
-        named = {a for sub in method.subtasks for a in sub.args}
-        return [(name, types) for name, types in method.params if name in named]
+        named = dict.fromkeys(a for sub in method.subtasks for a in sub.args if a.startswith("?"))
+        declared = dict(method.params)
+        # a variable the method does not declare is any object (the grounder names the fault)
+        return [(name, declared.get(name, (OBJECT,))) for name in named]
 
     def decomposed(self, node: Node, task: tuple[int, Call] | None, method: MethodDef, binding: Binding,
                    rest: Agenda) -> Node:
