@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evolve.model.errors import EvolveError
 from evolve.model.plan_file import load_plan
 from evolve.problems.htn.hddl_plans import action_graph
 from evolve.problems.htn.hddl_syntax import read_files
@@ -159,13 +160,18 @@ def run(domain_file: Path, problem_file: Path, timeout: float, workdir: Path,
     text = (out / "best.ipc").read_text()
     verdict = verify(*read_files(domain_file, problem_file), text)
     faults = list(verdict.faults)
-    try:
-        actions, deps = action_graph(load_plan(out / "best.json"))
-        if len(actions) == len(verdict.actions):  # the same plan (a kill between the two writes)
-            faults += check_graph(verdict, actions, deps)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        faults.append(f"best.json unreadable: {exc}")
-    row.update(valid=not faults, length=len(verdict.actions), why="; ".join(faults)[:100])
+    note = ""
+    if not (out / "best.json").exists():
+        # the lifted search's plan, written before grounding, which did not end in time
+        note = "no best.json (grounding unfinished)"
+    else:
+        try:
+            actions, deps = action_graph(load_plan(out / "best.json"))
+            if len(actions) == len(verdict.actions):  # the same plan (a kill between the two writes)
+                faults += check_graph(verdict, actions, deps)
+        except (EvolveError, OSError, ValueError, KeyError, TypeError) as exc:
+            faults.append(f"best.json unreadable: {exc}")
+    row.update(valid=not faults, length=len(verdict.actions), why=("; ".join(faults) or note)[:100])
     return row
 
 

@@ -286,6 +286,10 @@ result does not depend on the machine's speed."""
 HTN_FOLLOW_NODES = 20
 """Search nodes a step the grounded planner may spend finding that plan again in its domain's
 terms (:meth:`evolve.problems.htn.planner.Planner.follow`), its first plan when found."""
+HTN_OWN_FIRST_NODES = 50_000
+"""When the lifted search's plan is the first (:data:`HTN_FOLLOW_NODES`), the grounded planner's
+own first plan (usually shorter: its search is guided by a heuristic) is still searched, in at
+most this many nodes, and both join the first population."""
 HTN_DECODE_FACTOR = 1
 """The search over method choices gives each decoding after the planner's first plan this many
 times the nodes that plan took (at least :data:`HTN_DECODE_MIN_NODES`, at most max_nodes): a

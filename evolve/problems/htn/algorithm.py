@@ -186,16 +186,33 @@ class HtnChoices:
     def first(self, size: int, seed: int, develop: Develop) -> list[Offspring]:
         """The planner's own first plan (file order, handed to ``on_best`` at once), then random
         decompositions while new ones can be found (a small domain may have fewer plans than the
-        population) and the deadline allows."""
+        population) and the deadline allows. With :attr:`steps`, their decomposition comes first
+        (handed to ``on_best`` before the planner's own search, which then gets at most
+        :data:`~evolve.defaults.HTN_OWN_FIRST_NODES` nodes), and both join the population, the
+        shorter first."""
         self.budget = self.first_depth = None
-        made = [self.followed() or self.decode((), None, (), "htn_first")]
+        followed = self.followed()
+        if followed is not None:  # on disk at once; the planner's own first plan may still be shorter
+            self.tell_best(followed.plan, followed.detail)
+            self.budget = defaults.HTN_OWN_FIRST_NODES
+        own = self.decode((), None, (), "htn_first")
+        self.spent = 0
+        made = [own]
+        if followed is not None:
+            assert followed.plan is not None
+            mine = own.plan
+            if mine is None or not mine.tasks or plan_hash(mine) == plan_hash(followed.plan):
+                made = [followed]
+            else:  # the shorter plan first: it is the one on disk
+                made = [own, followed] if len(mine.tasks) < len(followed.plan.tasks) else [followed, own]
         self.tell_best(made[0].plan, made[0].detail)
-        first_nodes = made[0].meta["htn"]["nodes"]
+        # the decodings' budgets scale with the planner's own effort, not the followed plan's few nodes
+        first_nodes = max(own.meta["htn"]["nodes"], made[0].meta["htn"]["nodes"])
         self.first_depth = made[0].meta["htn"].get("depth_limit")  # the others start where it was found
         self.budget = min(self.domain.max_nodes, max(defaults.HTN_DECODE_MIN_NODES,
                                                      defaults.HTN_DECODE_FACTOR * first_nodes))
         self.allowance = max(defaults.HTN_SEARCH_MIN_NODES, defaults.HTN_SEARCH_FACTOR * first_nodes)
-        seen = {plan_hash(made[0].plan or Plan())}
+        seen = {plan_hash(child.plan or Plan()) for child in made}
         for attempt in range(2 * size):
             if len(made) >= size or self.out_of_time():
                 break
