@@ -18,6 +18,7 @@ from evolve import defaults
 from evolve.cli.main import cli
 from evolve.model.collector import collector_paused
 from evolve.model.errors import InputError
+from evolve.model.limits import MAX_NAME
 from evolve.model.plan import Plan, Task
 from evolve.model.plan_file import load_plan, plan_from_dict
 from evolve.model.problem import Limits, Policy, Problem
@@ -407,3 +408,13 @@ def test_tool_names_include_a_ground_actions_argument_list(name: str) -> None:
 def test_tool_names_still_refuse_spaces_and_unbalanced_lists(name: str) -> None:
     with pytest.raises(InputError, match="is not a valid name"):
         plan_from_dict({"tasks": [{"id": "t1", "tool": name}]})
+
+
+def test_names_are_long_enough_for_ground_actions_and_no_longer() -> None:
+    """A ground action's name with its arguments fits (Entertainment's run to 237 characters);
+    past :data:`~evolve.model.limits.MAX_NAME` a name is refused, saying so."""
+    longest = "a" * (MAX_NAME - 5) + "(b,c)"
+    assert len(longest) == MAX_NAME
+    assert plan_from_dict({"tasks": [{"id": "t1", "tool": longest}]}).tasks[0].tool == longest
+    with pytest.raises(InputError, match=f"longer than {MAX_NAME} characters"):
+        plan_from_dict({"tasks": [{"id": "t1", "tool": "a" + longest}]})

@@ -60,6 +60,20 @@ def test_run_then_validate_report_and_show(journey: Journey) -> None:
     assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
 
 
+def test_long_ground_names_are_read_back(journey: Journey) -> None:
+    """Entertainment's ground actions have names of over 200 characters: what ``run`` wrote,
+    ``validate`` reads (it refused them once, so ``best.json`` was unreadable to evolve itself)."""
+    folder = TRACK / "Entertainment"
+    if not (folder / "pfile02.hddl").exists():
+        pytest.skip("Entertainment is not here")
+    journey.evolve("run", folder / "pfile02-domain.hddl", folder / "pfile02.hddl", "--max-seconds", "2",
+                   "--out", "ent")
+    run = journey.home / "ent"
+    assert max(len(t["tool"]) for t in json.loads((run / "best.json").read_text())["tasks"]) > 200
+    journey.evolve("validate", run / "best.json", "--problem", run / "problem.json")
+    one_plan(folder / "pfile02-domain.hddl", folder / "pfile02.hddl", run)
+
+
 def cut_last_step(plan: dict[str, Any]) -> dict[str, Any]:
     """``plan`` without its last action (and what named it): a plan that no longer reaches the goal."""
     steps = [t for t in plan["tasks"] if not t["tool"].startswith("htn:") and t["tool"] != "__goal__"]
