@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from evolve.model.plan_file import load_plan
+from evolve.problems.htn.hddl import ground_name
 from evolve.problems.htn.hddl_plans import action_graph
 from evolve.problems.htn.hddl_syntax import read_files
 from evolve.problems.htn.hddl_verify import verify
@@ -88,7 +89,7 @@ def one_plan(domain: Path, problem: Path, run: Path) -> None:
     """``best.ipc`` and ``best.json`` hold the same plan: the same actions in the same order."""
     ipc = verify(*read_files(domain, problem), (run / "best.ipc").read_text())
     assert ipc.faults == []
-    names = [f"{a.name}({','.join(a.args)})" if a.args else a.name for a in ipc.actions]
+    names = [ground_name(a.name, a.args) for a in ipc.actions]
     assert action_graph(load_plan(run / "best.json"))[0] == names
 
 

@@ -54,6 +54,7 @@ from evolve.problems.htn.hddl_syntax import (
     Sexp,
     Syntax,
     Typed,
+    conjuncts,
     read_files,
     show,
 )
@@ -85,12 +86,6 @@ def read_hddl(domain_file: str | Path, problem_file: str | Path) -> dict[str, An
     with collector_paused():
         domain, problem = split(*read_files(domain_file, problem_file))
         return Grounder(domain, problem, str(problem_file)).document()
-
-
-def conjuncts(node: Sexp) -> list[Sexp]:
-    if isinstance(node, tuple) and node[:1] == ("and",):
-        return [c for item in node[1:] for c in conjuncts(item)]
-    return [] if node == () else [node]
 
 
 def free_vars(node: Sexp, bound: frozenset[str] = frozenset()) -> set[str]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from evolve.problems.htn.hddl_syntax import Call, HddlDomain, HddlProblem, MethodDef, Sexp, Typed
+from evolve.problems.htn.hddl_syntax import Call, HddlDomain, HddlProblem, MethodDef, Sexp, Typed, conjuncts
 
 PART = "~part"
 """Marks a task (and its method) made by the split: ``method~partI`` is the method's subtask I."""
@@ -36,12 +36,6 @@ PART = "~part"
 def is_part(task_name: str) -> bool:
     """Whether a (ground or lifted) task name is one the split made."""
     return PART in task_name
-
-
-def conjuncts(node: Sexp) -> list[Sexp]:
-    if isinstance(node, tuple) and node[:1] == ("and",):
-        return [c for item in node[1:] for c in conjuncts(item)]
-    return [] if node == () else [node]
 
 
 def variables(node: Sexp) -> set[str]:

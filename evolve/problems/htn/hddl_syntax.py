@@ -225,6 +225,13 @@ def total_order(labels: list[str], pairs: list[tuple[str, str]]) -> list[str] | 
     return out if len(out) == len(labels) else None
 
 
+def conjuncts(node: Sexp) -> list[Sexp]:
+    """A formula's conjuncts, nested ``and`` flattened (the empty formula has none)."""
+    if isinstance(node, tuple) and node[:1] == ("and",):
+        return [c for item in node[1:] for c in conjuncts(item)]
+    return [] if node == () else [node]
+
+
 def show(node: Sexp) -> str:
     return node if isinstance(node, str) else "(" + " ".join(show(n) for n in node) + ")"
 

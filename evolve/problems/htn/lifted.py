@@ -24,7 +24,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from evolve.problems.htn.hddl_syntax import OBJECT, Call, HddlDomain, HddlProblem, MethodDef, Sexp, Syntax
+from evolve.problems.htn.hddl_syntax import (
+    OBJECT,
+    Call,
+    HddlDomain,
+    HddlProblem,
+    MethodDef,
+    Sexp,
+    Syntax,
+    conjuncts,
+)
 
 Args = tuple[str, ...]
 State = Mapping[str, "Facts"]
@@ -119,14 +128,6 @@ def rename(node: Sexp, names: Mapping[str, str]) -> Sexp:
     if isinstance(node, str):
         return names.get(node, node)
     return tuple(rename(item, names) for item in node)
-
-
-def conjuncts(node: Sexp) -> list[Sexp]:
-    if node == ():
-        return []
-    if isinstance(node, tuple) and node[:1] == ("and",):
-        return [c for item in node[1:] for c in conjuncts(item)]
-    return [node]
 
 
 def is_atom(node: Sexp) -> bool:
@@ -322,7 +323,8 @@ class LiftedPlanner:
             else:
                 if term in types and value not in self.members(types[term]):
                     return None
-                out = {**out, term: value} if out is binding else out
+                if out is binding:  # copied on the first new variable only
+                    out = dict(binding)
                 out[term] = value
         return out
 

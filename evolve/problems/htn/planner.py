@@ -82,10 +82,10 @@ from evolve.problems.htn.memory import MemoryGuard
 from evolve.problems.htn.nodes import Choices, Node, Pending, finished, network_key, short_path
 
 Check = tuple[tuple[str, ...], tuple[str, ...]] | Literal[False]
+"""A guard compiled by :func:`literals`: the keys it needs set and unset, or False (walk it)."""
 Guide = Callable[[int, str], bool]
 """Whether the operator named may be the plan's step at that position (0 first): see
 :meth:`Planner.follow`."""
-"""A guard compiled by :func:`literals`: the keys it needs set and unset, or False (walk it)."""
 FIRST_DEPTH = 8
 """The shallowest depth limit of the portfolio; each next one is :data:`DEPTH_GROWTH` times
 deeper, up to ``max_depth``."""
